@@ -6,7 +6,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    // Integration suites start real HTTPS servers; two cores, so two files at a time.
+    // Integration suites start real HTTPS servers; the machines have two cores.
     maxWorkers: 2,
+    // In CI also write a JSON report, from which .ci/run prints its `N passed, N failed` line.
+    reporters: process.env.CI ? ['default', ['json', { outputFile: '.vitest-report.json' }]] : ['default'],
   },
 });

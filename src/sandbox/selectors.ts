@@ -12,7 +12,8 @@ export interface Requirement {
 
 export type Selector = Requirement[];
 
-const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const QUALIFIED_NAME =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
 const invalid = (message: string): StatusError =>
@@ -21,7 +22,9 @@ const invalid = (message: string): StatusError =>
 function checkKey(key: string): void {
   const name = key.includes('/') ? key.slice(key.indexOf('/') + 1) : key;
   if (!QUALIFIED_NAME.test(key) || name.length > 63 || key.length > 253 + 1 + 63) {
-    throw invalid(`values[0][${key}]: Invalid value: "${key}": name part must consist of alphanumeric characters, '-', '_' or '.'`);
+    throw invalid(
+      `values[0][${key}]: Invalid value: "${key}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+    );
   }
 }
 
@@ -57,7 +60,7 @@ function parseSet(key: string, rest: string): string[] {
   const values = (m[1] ?? '')
     .split(',')
     .map((v) => v.trim())
-    .filter((v, i, all) => v !== '' || all.length === 1);
+    .filter((v, _i, all) => v !== '' || all.length === 1);
   for (const v of values) checkValue(key, v);
   return values;
 }
@@ -67,7 +70,7 @@ export function parseLabelSelector(input: string | undefined): Selector {
   if (input === undefined || input.trim() === '') return [];
   const requirements: Requirement[] = [];
   for (const term of splitTerms(input)) {
-    if (term === '') throw invalid('found \'\', expected: !, identifier, or \'end of string\'');
+    if (term === '') throw invalid("found '', expected: !, identifier, or 'end of string'");
     let m = /^!\s*(\S+)$/.exec(term);
     if (m) {
       checkKey(m[1]!);
@@ -188,12 +191,16 @@ export interface FieldRequirement {
  * Parses a field selector (`a=b,c!=d`) and checks every field against the ones the resource supports;
  * an unsupported field is 400 like kube-apiserver's `field label not supported`.
  */
-export function parseFieldSelector(input: string | undefined, supported: readonly string[]): FieldRequirement[] {
+export function parseFieldSelector(
+  input: string | undefined,
+  supported: readonly string[],
+): FieldRequirement[] {
   if (input === undefined || input.trim() === '') return [];
   const requirements: FieldRequirement[] = [];
   for (const term of input.split(',')) {
     const m = /^\s*([^=!\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(term);
-    if (!m) throw new StatusError(400, 'BadRequest', `invalid selector: '${input}'; can't understand '${term}'`);
+    if (!m)
+      throw new StatusError(400, 'BadRequest', `invalid selector: '${input}'; can't understand '${term}'`);
     const [, field, op, value] = m as unknown as [string, string, string, string];
     if (!supported.includes(field)) {
       throw new StatusError(400, 'BadRequest', `field label not supported: ${field}`);

@@ -112,7 +112,11 @@ export interface UserInfo {
  * The 422 Invalid error kube-apiserver returns for field errors: `Kind.group "name" is invalid: cause`
  * (several causes are listed in brackets, joined by ", ").
  */
-export function invalidError(gk: { group: string; kind: string }, name: string, causes: FieldCause[]): StatusError {
+export function invalidError(
+  gk: { group: string; kind: string },
+  name: string,
+  causes: FieldCause[],
+): StatusError {
   const qualified = gk.group ? `${gk.kind}.${gk.group}` : gk.kind;
   const rendered = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message));
   const summary = rendered.length === 1 ? rendered[0] : `[${rendered.join(', ')}]`;

@@ -1,0 +1,133 @@
+// Command-line parsing shared by every subcommand: flags are declared once (name, kind, default, help,
+// env var) so `--help` always lists every flag with its default, and a bad flag is one line + exit 2.
+
+export type FlagKind = 'string' | 'boolean' | 'number' | 'duration';
+
+export interface FlagSpec {
+  name: string;
+  kind: FlagKind;
+  default: string | number | boolean | undefined;
+  help: string;
+  /** Environment variable read when the flag is not given. */
+  env?: string;
+}
+
+export interface CommandSpec {
+  name: string;
+  summary: string;
+  flags: FlagSpec[];
+}
+
+export type FlagValues = Record<string, string | number | boolean | undefined>;
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
+
+/** Go-style durations (`30s`, `1m30s`, `500ms`) in milliseconds. */
+export function parseDuration(text: string): number {
+  if (!DURATION.test(text))
+    throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 1m, 500ms`);
+  let total = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
+    const n = Number(m[1]);
+    total += n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[m[2] as 'ms' | 's' | 'm' | 'h'];
+  }
+  return total;
+}
+
+function convert(flag: FlagSpec, raw: string, source: string): string | number | boolean {
+  switch (flag.kind) {
+    case 'string':
+      return raw;
+    case 'boolean':
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      throw new UsageError(`invalid value "${raw}" for ${source}: expected true or false`);
+    case 'number': {
+      const n = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(n))
+        throw new UsageError(`invalid value "${raw}" for ${source}: expected a number`);
+      return n;
+    }
+    case 'duration':
+      try {
+        return parseDuration(raw);
+      } catch (err) {
+        throw new UsageError(`${source}: ${(err as Error).message}`);
+      }
+  }
+}
+
+/** Parses `--flag value`, `--flag=value` and bare boolean `--flag`; env vars fill flags not given. */
+export function parseFlags(spec: CommandSpec, argv: string[], env: NodeJS.ProcessEnv = {}): FlagValues {
+  const byName = new Map(spec.flags.map((f) => [f.name, f]));
+  const values: FlagValues = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--') || arg === '--')
+      throw new UsageError(`${spec.name}: unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq >= 0 ? eq : undefined);
+    const flag = byName.get(name);
+    if (!flag) throw new UsageError(`${spec.name}: unknown flag --${name}`);
+    let raw: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
+    if (raw === undefined) {
+      if (flag.kind === 'boolean') raw = 'true';
+      else {
+        raw = argv[++i];
+        if (raw === undefined) throw new UsageError(`${spec.name}: flag --${name} needs a value`);
+      }
+    }
+    values[name] = convert(flag, raw, `--${name}`);
+  }
+  for (const flag of spec.flags) {
+    if (values[flag.name] !== undefined) continue;
+    const fromEnv = flag.env ? env[flag.env] : undefined;
+    if (fromEnv !== undefined && fromEnv !== '') values[flag.name] = convert(flag, fromEnv, flag.env!);
+    else
+      values[flag.name] =
+        flag.kind === 'duration' && typeof flag.default === 'string'
+          ? parseDuration(flag.default)
+          : flag.default;
+  }
+  return values;
+}
+
+export function helpText(program: string, spec: CommandSpec): string {
+  const rows = spec.flags.map((f) => {
+    const placeholder = f.kind === 'boolean' ? '' : ` <${f.kind}>`;
+    const def = f.default === undefined || f.default === '' ? '(none)' : String(f.default);
+    const env = f.env ? ` [env ${f.env}]` : '';
+    return [`  --${f.name}${placeholder}`, `${f.help} (default: ${def})${env}`] as const;
+  });
+  const width = Math.max(...rows.map(([left]) => left.length), 10) + 2;
+  return [
+    `Usage: ${program} ${spec.name} [flags]`,
+    '',
+    spec.summary,
+    '',
+    'Flags:',
+    ...rows.map(([left, right]) => `${left.padEnd(width)}${right}`),
+    `  --help${' '.repeat(Math.max(2, width - 8))}Show this help`,
+    '',
+  ].join('\n');
+}
+
+export function programHelp(program: string, commands: CommandSpec[]): string {
+  const width = Math.max(...commands.map((c) => c.name.length)) + 4;
+  return [
+    `Usage: ${program} <command> [flags]`,
+    '',
+    'Commands:',
+    ...commands.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
+    '',
+    `Run "${program} <command> --help" for the flags of a command.`,
+    '',
+  ].join('\n');
+}
