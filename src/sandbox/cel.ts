@@ -354,14 +354,36 @@ function compareValues(a: unknown, b: unknown): number {
   return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
 }
 
+const POSIX_CLASSES: Record<string, string> = {
+  alnum: '0-9A-Za-z',
+  alpha: 'A-Za-z',
+  ascii: '\\x00-\\x7F',
+  blank: '\\t ',
+  cntrl: '\\x00-\\x1F\\x7F',
+  digit: '0-9',
+  graph: '!-~',
+  lower: 'a-z',
+  print: ' -~',
+  punct: '!-\\/:-@[-`{-~',
+  space: '\\t\\n\\v\\f\\r ',
+  upper: 'A-Z',
+  word: '0-9A-Za-z_',
+  xdigit: '0-9A-Fa-f',
+};
+
+/** Translates the RE2 syntax JS lacks: leading inline flags, (?P<name>, \A, \z and [[:class:]]. */
 function goRegExp(pattern: string): RegExp {
-  // RE2 inline flags at the start, e.g. (?i), are common in CRDs; JS wants them as flags.
   const m = /^\(\?([imsU]+)\)/.exec(pattern);
   const flags = (m?.[1] ?? '').replace(/[^ims]/g, '');
   const body = (m ? pattern.slice(m[0].length) : pattern)
     .replace(/\(\?P</g, '(?<')
     .replace(/\\z/g, '$')
-    .replace(/\\A/g, '^');
+    .replace(/\\A/g, '^')
+    .replace(/\[:(\^?)([a-z]+):\]/g, (all, neg: string, name: string) => {
+      // Negated classes ([:^alpha:]) have no in-bracket JS equivalent; they are left as written.
+      const cls = POSIX_CLASSES[name];
+      return cls && !neg ? cls : all;
+    });
   try {
     return new RegExp(body, `${flags}u`);
   } catch {
@@ -1129,11 +1151,11 @@ const MAX_MESSAGE_EXPRESSION_BYTES = 5 * 1024;
 
 /** The message kube reports for a failing rule without a usable messageExpression. */
 export function ruleMessage(rule: ValidationRule): string {
-  return rule.message?.trim() ? rule.message.trim() : `failed rule: ${rule.rule.trim()}`;
+  return rule.message ? rule.message.trim() : `failed rule: ${rule.rule.trim()}`;
 }
 
 const ruleErrorString = (rule: ValidationRule): string =>
-  rule.message?.trim() ? rule.message.trim() : rule.rule.trim();
+  rule.message ? rule.message.trim() : rule.rule.trim();
 
 /** cel-go's wording for runtime errors, which kube quotes in `<error> evaluating rule: <rule>`. */
 function celRuntimeError(err: unknown): string {
@@ -1146,6 +1168,10 @@ function celRuntimeError(err: unknown): string {
   return summary;
 }
 
+/**
+ * Runs one rule against converted values. A transition rule is only called with `hasOld` (or with
+ * optionalOldSelf, when oldSelf becomes an optional); errors come back in kube's wording.
+ */
 export function evaluateRule(
   rule: CompiledRule,
   self: unknown,

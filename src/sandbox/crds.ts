@@ -163,10 +163,16 @@ export const crdStrategy: Strategy = (() => {
       if (causes.length > 0) return causes;
       (specOf(crd).versions ?? []).forEach((v, i) => {
         try {
-          compileSchema(v.schema?.openAPIV3Schema ?? {});
+          compileSchema(v.schema?.openAPIV3Schema ?? {}, {
+            basePath: `spec.versions[${i}].schema.openAPIV3Schema`,
+            crdName: crd.metadata.name ?? '',
+          });
         } catch (err) {
-          const message = err instanceof StatusError || err instanceof Error ? err.message : String(err);
-          causes.push(invalidCause(`spec.versions[${i}].schema.openAPIV3Schema`, 'object', message));
+          if (err instanceof StatusError && err.details?.causes) causes.push(...err.details.causes);
+          else
+            causes.push(
+              invalidCause(`spec.versions[${i}].schema.openAPIV3Schema`, 'object', (err as Error).message),
+            );
         }
       });
       return causes;

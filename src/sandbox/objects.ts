@@ -39,6 +39,8 @@ export interface RequestContext {
   fieldManager: string;
   /** Warnings collected for the `Warning` response header. */
   warnings: string[];
+  /** fieldValidation: what to do with fields the schema does not declare (kube's default is Warn). */
+  fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
 }
 
 export interface DeleteOptions {
@@ -124,6 +126,19 @@ function generationView(o: KubeObject): unknown {
   return rest;
 }
 
+function reportUnknownFields(type: ResourceType, fields: string[], ctx: RequestContext): void {
+  const mode = ctx.fieldValidation ?? 'Warn';
+  if (mode === 'Ignore') return;
+  const unknown = fields.map((f) => `unknown field "${f}"`);
+  if (mode === 'Warn') {
+    ctx.warnings.push(...unknown);
+    return;
+  }
+  throw badRequest(
+    `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${unknown.join(', ')}`,
+  );
+}
+
 export class ObjectService {
   private readonly store: Store;
   private readonly registry: Registry;
@@ -182,7 +197,7 @@ export class ObjectService {
     applied = false,
   ): Promise<KubeObject> {
     const obj = this.decode(type, body, namespace);
-    this.applyDefaults(type, obj);
+    this.applyDefaults(type, obj, ctx);
     if (!applied)
       obj.metadata.managedFields = updateManagedFields(
         undefined,
@@ -233,6 +248,7 @@ export class ObjectService {
   ): Promise<KubeObject> {
     const old = this.get(type, namespace, name);
     const next = this.decode(type, body, namespace);
+    if (type.custom) this.applyDefaults(type, next, ctx);
     if (next.metadata.name !== name) {
       throw badRequest(
         `the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`,
@@ -287,6 +303,7 @@ export class ObjectService {
       patched = applyStrategicMergePatch(existing, body, type.kind);
     }
     if (!patched.metadata || typeof patched.metadata !== 'object') patched.metadata = {};
+    if (type.custom) this.applyDefaults(type, patched, ctx);
     // A patch that names a resourceVersion is a precondition on it, as in kube-apiserver.
     if (patched.metadata.resourceVersion === undefined)
       patched.metadata.resourceVersion = existing.metadata.resourceVersion;
@@ -683,11 +700,13 @@ export class ObjectService {
     }
   }
 
-  private applyDefaults(type: ResourceType, obj: KubeObject): void {
+  /** With `ctx` (the client's own content), unknown fields are reported as its fieldValidation asks. */
+  private applyDefaults(type: ResourceType, obj: KubeObject, ctx?: RequestContext): void {
     if (type.custom) {
       const schema = this.hooks.schemaFor(type);
       if (schema) {
-        schema.prune(obj as unknown as JsonObject);
+        const pruned = schema.prune(obj as unknown as JsonObject);
+        if (ctx && pruned.length > 0) reportUnknownFields(type, pruned, ctx);
         schema.applyDefaults(obj as unknown as JsonObject);
       }
       return;

@@ -41,7 +41,10 @@ export interface Structural {
   readonly multipleOf: number | undefined;
   readonly maxLength: number | undefined;
   readonly minLength: number | undefined;
-  readonly pattern: { readonly source: string; readonly re: RegExp | undefined } | undefined;
+  /** `re` is undefined when the pattern does not compile; `error` then says why. */
+  readonly pattern:
+    | { readonly source: string; readonly re: RegExp | undefined; readonly error?: string }
+    | undefined;
   readonly maxItems: number | undefined;
   readonly minItems: number | undefined;
   readonly uniqueItems: boolean;
@@ -90,11 +93,12 @@ export interface CompileOptions {
 export function compileSchema(openAPIV3Schema: JsonObject, options: CompileOptions = {}): CompiledSchema {
   const root = toStructural(openAPIV3Schema, options.basePath ?? 'spec.validation.openAPIV3Schema');
   const { nodes, errors } = compileCel(root);
-  if (errors.length > 0) {
+  const causes = [...patternErrors(root), ...errors.map(compileErrorCause)];
+  if (causes.length > 0) {
     throw invalidError(
       { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' },
       options.crdName ?? '',
-      errors.map(compileErrorCause),
+      causes,
     );
   }
   return {
@@ -169,9 +173,32 @@ function compilePattern(source: string | undefined): Structural['pattern'] {
   if (source === undefined) return undefined;
   try {
     return { source, re: compileGoRegExp(source) };
-  } catch {
-    return { source, re: undefined };
+  } catch (err) {
+    return { source, re: undefined, error: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/** kube rejects CRDs whose patterns do not compile; the sandbox also rejects RE2 it cannot translate. */
+function patternErrors(node: Structural): FieldCause[] {
+  const own = node.pattern?.error
+    ? [
+        cause.invalid(
+          `${node.path}.pattern`,
+          node.pattern.source,
+          `must be a valid regular expression, but isn't: ${node.pattern.error}`,
+        ),
+      ]
+    : [];
+  const children = [
+    ...(node.properties?.values() ?? []),
+    ...(typeof node.additionalProperties === 'object' ? [node.additionalProperties] : []),
+    ...(node.items ? [node.items] : []),
+    ...node.allOf,
+    ...node.anyOf,
+    ...node.oneOf,
+    ...(node.not ? [node.not] : []),
+  ];
+  return [...own, ...children.flatMap(patternErrors)];
 }
 
 export function toStructural(raw: JsonObject, path: string): Structural {
@@ -267,6 +294,7 @@ function compileErrorCause(e: RuleCompileError): FieldCause {
 // else with %#v, because kube's messages embed them verbatim.
 
 export function goQuote(s: string): string {
+  if (/^[\x20\x21\x23-\x5b\x5d-\x7e]*$/.test(s)) return `"${s}"`;
   let out = '"';
   for (const ch of s) {
     const c = ch.codePointAt(0) ?? 0;
@@ -498,6 +526,7 @@ export function jsonEqual(a: JsonValue | undefined, b: JsonValue | undefined): b
 
 /** json.Marshal with sorted keys: how kube compares compound set members. */
 function canonicalJson(v: JsonValue): string {
+  if (typeof v === 'string') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (isObject(v)) {
     return `{${Object.keys(v)
@@ -570,11 +599,8 @@ function stringErrors(s: Structural, v: string, name: string, emit: Emit): void 
     emit(cause.invalid(field, v, `${name} in body should be at least ${s.minLength} chars long`));
     return;
   }
-  if (s.pattern) {
-    const { source, re } = s.pattern;
-    if (!re)
-      emit(cause.invalid(field, v, `${name} in body should match '${source}, but pattern is invalid'`));
-    else if (!re.test(v)) emit(cause.invalid(field, v, `${name} in body should match '${source}'`));
+  if (s.pattern?.re && !s.pattern.re.test(v)) {
+    emit(cause.invalid(field, v, `${name} in body should match '${s.pattern.source}'`));
   }
 }
 
@@ -634,6 +660,7 @@ function enumErrors(s: Structural, v: JsonValue, name: string, emit: Emit): void
 }
 
 function schemaPropsErrors(s: Structural, v: JsonValue, name: string, emit: Emit): void {
+  if (s.allOf.length + s.anyOf.length + s.oneOf.length === 0 && !s.not) return;
   const quoted = goQuote(name);
   const run = (sub: Structural): FieldCause[] => {
     const out: FieldCause[] = [];
@@ -666,16 +693,17 @@ function schemaPropsErrors(s: Structural, v: JsonValue, name: string, emit: Emit
     emit(cause.invalid('<nil>', '', `${quoted} must not validate the schema (not)`));
 }
 
-/** The old list item with the same list-map key values, if any. */
-function correlateListMapItem(
+/** Finds, for an item of a list-type=map list, the old item with the same key values (MakeMapList). */
+function listMapCorrelator(
   s: Structural,
   oldList: JsonValue | undefined,
-  item: JsonValue,
-): JsonValue | undefined {
-  if (s.listType !== 'map' || !Array.isArray(oldList) || !isObject(item)) return undefined;
-  return oldList.find(
-    (o) => isObject(o) && s.listMapKeys.every((k) => jsonEqual(o[k], item[k]) && k in o === k in item),
-  );
+): (item: JsonValue) => JsonValue | undefined {
+  if (s.listType !== 'map' || !Array.isArray(oldList)) return () => undefined;
+  const keyOf = (x: JsonObject): string =>
+    canonicalJson(s.listMapKeys.map((k) => (k in x ? [x[k] as JsonValue] : [])));
+  const byKey = new Map<string, JsonValue>();
+  for (const o of oldList) if (isObject(o) && !byKey.has(keyOf(o))) byKey.set(keyOf(o), o);
+  return (item) => (isObject(item) ? byKey.get(keyOf(item)) : undefined);
 }
 
 function correlateKey(
@@ -699,8 +727,9 @@ function sliceErrors(
 ): void {
   const field = errField(name);
   if (s.items) {
+    const correlate = listMapCorrelator(s, corr?.old);
     v.forEach((item, i) => {
-      const old = corr ? correlateListMapItem(s, corr.old, item) : undefined;
+      const old = correlate(item);
       validateValue(
         s.items as Structural,
         item,
@@ -1142,10 +1171,11 @@ function celValidate(
   const ratchet = own ?? parentRatchet;
   validateRules(w, s, v, path, old, ratchet?.equal ?? false);
   if (Array.isArray(v)) {
-    if (!s.items) return;
+    const items = s.items;
+    if (!items) return;
+    const correlate = listMapCorrelator(s, old);
     v.forEach((item, i) => {
-      const oldItem = old !== undefined ? correlateListMapItem(s, old, item) : undefined;
-      celValidate(w, s.items as Structural, item, indexPath(path, i), oldItem, ratchet);
+      celValidate(w, items, item, indexPath(path, i), correlate(item), ratchet);
     });
     return;
   }

@@ -116,6 +116,13 @@ function dryRunOf(query: URLSearchParams, body?: { dryRun?: unknown }): boolean 
   return values.length > 0;
 }
 
+function fieldValidationOf(query: URLSearchParams): RequestContext['fieldValidation'] {
+  const value = query.get('fieldValidation');
+  if (value === null || value === '') return 'Warn';
+  if (value === 'Strict' || value === 'Warn' || value === 'Ignore') return value;
+  throw badRequest(`fieldValidation must be one of "Ignore", "Warn", or "Strict", got "${value}"`);
+}
+
 const wantsTable = (accept: string | undefined): boolean => !!accept && /as=Table/.test(accept);
 
 function checkAccept(accept: string | undefined): void {
@@ -394,6 +401,7 @@ export class SandboxHttp {
       dryRun: dryRunOf(info.query, body),
       fieldManager: fieldManagerOf(info.query, req.headers['user-agent']),
       warnings: [],
+      fieldValidation: fieldValidationOf(info.query),
     };
   }
 

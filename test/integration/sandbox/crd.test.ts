@@ -126,6 +126,30 @@ describe.skipIf(!hasKubectl)('custom resources', () => {
     );
   });
 
+  it('rejects unknown fields under fieldValidation=Strict, as kubectl apply sends it', async () => {
+    const res = await t.kubectl(['apply', '-f', '-'], {
+      input:
+        'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: strict\n  namespace: default\nspec:\n  owner: me\n  size: 1\n  colour: red\n',
+    });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('strict decoding error: unknown field "spec.colour"');
+  });
+
+  it('rejects a CRD whose CEL rule does not compile', async () => {
+    const bad = CRD.replace('widgets.example.com', 'gadgets.example.com')
+      .replace(
+        '{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList, shortNames: [wd]}',
+        '{plural: gadgets, kind: Gadget}',
+      )
+      .replace('rule: self.owner == oldSelf.owner', 'rule: self.owner == 1 +');
+    const res = await t.kubectl(['apply', '-f', '-'], { input: bad });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(
+      'The CustomResourceDefinition "gadgets.example.com" is invalid: spec.versions[0].schema.openAPIV3Schema',
+    );
+    expect(res.stderr).toContain('compilation failed');
+  });
+
   it('enforces transition rules with oldSelf on update', async () => {
     await create(widget('immutable', { owner: 'me', size: 1 }));
     const res = await failure(

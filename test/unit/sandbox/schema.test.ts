@@ -264,7 +264,7 @@ describe('BerthLease schema', () => {
     ]);
   });
 
-  it('limits string lengths in bytes-wording of 1.32', () => {
+  it('limits string lengths, with the TooLong wording of 1.32', () => {
     const l = managedLease();
     l.spec.leaseName = 'a'.repeat(254);
     l.spec.holderIdentity = 'h'.repeat(253);
@@ -599,6 +599,21 @@ describe('OpenAPI value validation', () => {
       ),
       typeInvalid('spec.wait', 'Invalid value: "soon": spec.wait in body must be of type duration: "soon"'),
       NOT_CHECKED,
+    ]);
+  });
+
+  it('reads RE2 patterns: inline flags and POSIX classes', () => {
+    const s = specSchema({
+      type: 'object',
+      properties: {
+        a: { type: 'string', pattern: '(?i)^[[:alpha:]]+-x$' },
+        b: { type: 'string', pattern: '\\Ab\\z' },
+      },
+    });
+    expect(s.validate(obj({ a: 'Abc-X', b: 'b' }))).toEqual([]);
+    expect(s.validate(obj({ a: 'Ab1-X', b: 'bb' }))).toEqual([
+      invalid('spec.a', `Invalid value: "Ab1-X": spec.a in body should match '(?i)^[[:alpha:]]+-x$'`),
+      invalid('spec.b', `Invalid value: "bb": spec.b in body should match '\\Ab\\z'`),
     ]);
   });
 
@@ -977,6 +992,17 @@ describe('CEL x-kubernetes-validations', () => {
     expect(s.validate(obj({ surge: '25%' }))).toEqual([]);
     expect(s.validate(obj({ surge: 11 }))).toEqual([invalid('spec', 'Invalid value: "object": bad surge')]);
     expect(s.validate(obj({ surge: '25' }))).toEqual([invalid('spec', 'Invalid value: "object": bad surge')]);
+    const unguarded = specSchema({
+      type: 'object',
+      properties: { surge: { 'x-kubernetes-int-or-string': true } },
+      'x-kubernetes-validations': [{ rule: 'self.surge <= 10' }],
+    });
+    expect(unguarded.validate(obj({ surge: '25%' }))).toEqual([
+      invalid(
+        'spec',
+        `Invalid value: "object": 'no such overload': call arguments did not match a supported operator, function or macro signature for rule: self.surge <= 10`,
+      ),
+    ]);
   });
 
   it('correlates list-type=map items by key for transition rules', () => {
@@ -1199,6 +1225,16 @@ describe('compiling rules', () => {
       invalid(
         'spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[l].items.x-kubernetes-validations[0].rule',
         'Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[l].items',
+      ),
+    ]);
+  });
+
+  it('rejects patterns that do not compile', () => {
+    const err = compileError({ type: 'object', properties: { a: { type: 'string', pattern: '+' } } });
+    expect(err.details?.causes).toEqual([
+      invalid(
+        'spec.validation.openAPIV3Schema.properties[spec].properties[a].pattern',
+        'Invalid value: "+": must be a valid regular expression, but isn\'t: Invalid regular expression: /+/: Nothing to repeat',
       ),
     ]);
   });
