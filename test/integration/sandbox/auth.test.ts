@@ -1,6 +1,7 @@
 // Authentication (bearer tokens) and optional RBAC authorization from the stored roles and bindings.
-import { ApiException, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiOutcome } from '../../helpers/api.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import {
   kubeConfigFrom,
@@ -18,29 +19,16 @@ afterAll(async () => {
   await t.stop();
 });
 
-async function code(p: Promise<unknown>): Promise<{ code: number; message?: string }> {
-  try {
-    await p;
-    return { code: 200 };
-  } catch (err) {
-    if (err instanceof ApiException) {
-      const body = typeof err.body === 'string' ? (JSON.parse(err.body) as { message?: string }) : {};
-      return { code: err.code, message: body.message };
-    }
-    throw err;
-  }
-}
-
 describe('authentication and RBAC', () => {
   it('rejects a request without a valid token with 401', async () => {
     const kc = kubeConfigFrom(t.sandbox.kubeconfig.replace(t.sandbox.users.admin.token, 'not-a-token'));
-    expect((await code(kc.makeApiClient(CoreV1Api).listNamespace())).code).toBe(401);
+    expect((await apiOutcome(kc.makeApiClient(CoreV1Api).listNamespace())).code).toBe(401);
   });
 
   it('forbids a service account until a Role and RoleBinding allow it', async () => {
     const sa = t.sandbox.users.serviceAccount('default', 'operator');
     const core = kubeConfigFrom(sa.kubeconfig).makeApiClient(CoreV1Api);
-    const denied = await code(core.listNamespacedConfigMap({ namespace: 'default' }));
+    const denied = await apiOutcome(core.listNamespacedConfigMap({ namespace: 'default' }));
     expect(denied.code).toBe(403);
     expect(denied.message).toBe(
       'configmaps is forbidden: User "system:serviceaccount:default:operator" cannot list resource "configmaps" in API group "" in the namespace "default"',
@@ -62,12 +50,12 @@ describe('authentication and RBAC', () => {
       },
     });
     await eventually(
-      async () => (await code(core.listNamespacedConfigMap({ namespace: 'default' }))).code === 200,
+      async () => (await apiOutcome(core.listNamespacedConfigMap({ namespace: 'default' }))).code === 200,
     );
-    expect((await code(core.listNamespacedConfigMap({ namespace: 'kube-system' }))).code).toBe(403);
+    expect((await apiOutcome(core.listNamespacedConfigMap({ namespace: 'kube-system' }))).code).toBe(403);
     expect(
       (
-        await code(
+        await apiOutcome(
           core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'x' } } }),
         )
       ).code,

@@ -1,7 +1,8 @@
 // CustomResourceDefinitions: served as soon as created, schema validation, defaults, pruning, CEL rules
 // (including transition rules with oldSelf), the status subresource and printer columns.
-import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiFailure } from '../../helpers/api.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { kubectlAvailable, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
@@ -67,17 +68,6 @@ const widget = (name: string, spec: Record<string, unknown>) => ({
   spec,
 });
 
-async function failure(p: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiException)
-      return { code: err.code, message: (JSON.parse(err.body as string) as { message: string }).message };
-    throw err;
-  }
-  throw new Error('expected failure');
-}
-
 const create = (body: object) =>
   custom.createNamespacedCustomObject({
     group: 'example.com',
@@ -104,14 +94,16 @@ describe.skipIf(!hasKubectl)('custom resources', () => {
   });
 
   it('validates the schema with kube-apiserver messages', async () => {
-    const res = await failure(create(widget('bad', { owner: 'far-too-long-owner', size: 0, mode: 'odd' })));
+    const res = await apiFailure(
+      create(widget('bad', { owner: 'far-too-long-owner', size: 0, mode: 'odd' })),
+    );
     expect(res.code).toBe(422);
     expect(res.message).toContain('Widget.example.com "bad" is invalid: [');
     expect(res.message).toContain(
       'spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1',
     );
     expect(res.message).toContain('spec.mode: Unsupported value: "odd": supported values: "fast", "slow"');
-    const missing = await failure(create(widget('missing', { size: 1 })));
+    const missing = await apiFailure(create(widget('missing', { size: 1 })));
     expect(missing.message).toContain('spec.owner: Required value');
   });
 
@@ -120,7 +112,7 @@ describe.skipIf(!hasKubectl)('custom resources', () => {
       spec: Record<string, unknown>;
     };
     expect(created.spec).toEqual({ owner: 'me', size: 2, mode: 'fast' });
-    const both = await failure(create(widget('both', { owner: 'me', size: 1, a: 'x', b: 'y' })));
+    const both = await apiFailure(create(widget('both', { owner: 'me', size: 1, a: 'x', b: 'y' })));
     expect(both.message).toBe(
       'Widget.example.com "both" is invalid: spec: Invalid value: "object": at most one of a or b may be set',
     );
@@ -152,7 +144,7 @@ describe.skipIf(!hasKubectl)('custom resources', () => {
 
   it('enforces transition rules with oldSelf on update', async () => {
     await create(widget('immutable', { owner: 'me', size: 1 }));
-    const res = await failure(
+    const res = await apiFailure(
       custom.patchNamespacedCustomObject(
         {
           group: 'example.com',
@@ -189,7 +181,7 @@ describe.skipIf(!hasKubectl)('custom resources', () => {
     const table = await t.kubectl(['get', 'widget', 'status']);
     expect(table.stdout).toMatch(/^NAME\s+SIZE\s+PHASE\n/);
     expect(table.stdout).toMatch(/\nstatus\s+3\s+Ready\n/);
-    const strategic = await failure(
+    const strategic = await apiFailure(
       custom.patchNamespacedCustomObject(
         {
           group: 'example.com',

@@ -1,6 +1,5 @@
 // Object semantics of the sandbox API server through the real @kubernetes/client-node.
 import {
-  ApiException,
   AppsV1Api,
   CoreV1Api,
   KubernetesObjectApi,
@@ -10,6 +9,7 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiFailure } from '../../helpers/api.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
@@ -25,19 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.stop();
 });
-
-async function statusOf(p: Promise<unknown>): Promise<{
-  code: number;
-  body: { reason?: string; message?: string; details?: { causes?: { field: string; message: string }[] } };
-}> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiException) return { code: err.code, body: JSON.parse(err.body as string) };
-    throw err;
-  }
-  throw new Error('expected the request to fail');
-}
 
 const deployment = (name: string, labels = { app: name }): V1Deployment => ({
   metadata: { name, labels },
@@ -73,15 +60,15 @@ describe('object metadata', () => {
 
   it('answers 409 AlreadyExists for a duplicate name and 404 for a missing object', async () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'dup' } } });
-    const dup = await statusOf(
+    const dup = await apiFailure(
       core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'dup' } } }),
     );
     expect(dup.code).toBe(409);
-    expect(dup.body.reason).toBe('AlreadyExists');
-    expect(dup.body.message).toBe('configmaps "dup" already exists');
-    const missing = await statusOf(core.readNamespacedConfigMap({ namespace: 'default', name: 'nope' }));
+    expect(dup.reason).toBe('AlreadyExists');
+    expect(dup.message).toBe('configmaps "dup" already exists');
+    const missing = await apiFailure(core.readNamespacedConfigMap({ namespace: 'default', name: 'nope' }));
     expect(missing.code).toBe(404);
-    expect(missing.body.message).toBe('configmaps "nope" not found');
+    expect(missing.message).toBe('configmaps "nope" not found');
   });
 
   it('rejects a stale resourceVersion with 409 Conflict', async () => {
@@ -94,7 +81,7 @@ describe('object metadata', () => {
       name: 'occ',
       body: { ...cm, data: { a: '2' } },
     });
-    const stale = await statusOf(
+    const stale = await apiFailure(
       core.replaceNamespacedConfigMap({
         namespace: 'default',
         name: 'occ',
@@ -102,8 +89,8 @@ describe('object metadata', () => {
       }),
     );
     expect(stale.code).toBe(409);
-    expect(stale.body.reason).toBe('Conflict');
-    expect(stale.body.message).toBe(
+    expect(stale.reason).toBe('Conflict');
+    expect(stale.message).toBe(
       'Operation cannot be fulfilled on configmaps "occ": the object has been modified; please apply your changes to the latest version and try again',
     );
   });
@@ -130,23 +117,23 @@ describe('object metadata', () => {
   });
 
   it('creates nothing in a namespace that does not exist', async () => {
-    const res = await statusOf(
+    const res = await apiFailure(
       core.createNamespacedConfigMap({ namespace: 'ghost', body: { metadata: { name: 'x' } } }),
     );
     expect(res.code).toBe(404);
-    expect(res.body.message).toBe('namespaces "ghost" not found');
+    expect(res.message).toBe('namespaces "ghost" not found');
   });
 
   it('reports validation errors as 422 Invalid with field causes', async () => {
-    const res = await statusOf(
+    const res = await apiFailure(
       core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'Bad_Name' } } }),
     );
     expect(res.code).toBe(422);
-    expect(res.body.reason).toBe('Invalid');
-    expect(res.body.message).toMatch(
+    expect(res.reason).toBe('Invalid');
+    expect(res.message).toMatch(
       /^ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/,
     );
-    expect(res.body.details?.causes?.[0]?.field).toBe('metadata.name');
+    expect(res.causes?.[0]?.field).toBe('metadata.name');
   });
 
   it('persists nothing on dryRun=All', async () => {
@@ -156,7 +143,7 @@ describe('object metadata', () => {
       body: { metadata: { name: 'dry' } },
     });
     expect(cm.metadata?.name).toBe('dry');
-    expect((await statusOf(core.readNamespacedConfigMap({ namespace: 'default', name: 'dry' }))).code).toBe(
+    expect((await apiFailure(core.readNamespacedConfigMap({ namespace: 'default', name: 'dry' }))).code).toBe(
       404,
     );
   });
@@ -202,7 +189,7 @@ describe('generation and the status subresource', () => {
 
   it('keeps the Deployment selector immutable', async () => {
     const d = await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('immutable') });
-    const res = await statusOf(
+    const res = await apiFailure(
       apps.replaceNamespacedDeployment({
         namespace: 'default',
         name: 'immutable',
@@ -218,9 +205,7 @@ describe('generation and the status subresource', () => {
     );
     expect(res.code).toBe(422);
     expect(
-      res.body.details?.causes?.some(
-        (c) => c.field === 'spec.selector' && c.message.endsWith('field is immutable'),
-      ),
+      res.causes?.some((c) => c.field === 'spec.selector' && c.message.endsWith('field is immutable')),
     ).toBe(true);
   });
 });
@@ -231,7 +216,7 @@ describe('deletion', () => {
       namespace: 'default',
       body: { metadata: { name: 'pre' } },
     });
-    const wrongUid = await statusOf(
+    const wrongUid = await apiFailure(
       core.deleteNamespacedConfigMap({
         namespace: 'default',
         name: 'pre',
@@ -239,8 +224,8 @@ describe('deletion', () => {
       }),
     );
     expect(wrongUid.code).toBe(409);
-    expect(wrongUid.body.message).toContain('Precondition failed: UID in precondition: nope');
-    const wrongRv = await statusOf(
+    expect(wrongUid.message).toContain('Precondition failed: UID in precondition: nope');
+    const wrongRv = await apiFailure(
       core.deleteNamespacedConfigMap({
         namespace: 'default',
         name: 'pre',
@@ -253,7 +238,7 @@ describe('deletion', () => {
       name: 'pre',
       body: { preconditions: { uid: cm.metadata!.uid!, resourceVersion: cm.metadata!.resourceVersion! } },
     });
-    expect((await statusOf(core.readNamespacedConfigMap({ namespace: 'default', name: 'pre' }))).code).toBe(
+    expect((await apiFailure(core.readNamespacedConfigMap({ namespace: 'default', name: 'pre' }))).code).toBe(
       404,
     );
   });
@@ -266,7 +251,7 @@ describe('deletion', () => {
     await core.deleteNamespacedConfigMap({ namespace: 'default', name: 'fin' });
     const held = await core.readNamespacedConfigMap({ namespace: 'default', name: 'fin' });
     expect(held.metadata?.deletionTimestamp).toBeInstanceOf(Date);
-    const addMore = await statusOf(
+    const addMore = await apiFailure(
       core.patchNamespacedConfigMap(
         {
           namespace: 'default',
@@ -281,7 +266,7 @@ describe('deletion', () => {
       { namespace: 'default', name: 'fin', body: { metadata: { finalizers: null } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    expect((await statusOf(core.readNamespacedConfigMap({ namespace: 'default', name: 'fin' }))).code).toBe(
+    expect((await apiFailure(core.readNamespacedConfigMap({ namespace: 'default', name: 'fin' }))).code).toBe(
       404,
     );
   });
@@ -305,7 +290,7 @@ describe('deletion', () => {
     await core.deleteNamespacedConfigMap({ namespace: 'default', name: 'owner' });
     await eventually(
       async () =>
-        (await statusOf(core.readNamespacedConfigMap({ namespace: 'default', name: 'dependent' }))).code ===
+        (await apiFailure(core.readNamespacedConfigMap({ namespace: 'default', name: 'dependent' }))).code ===
         404,
     );
 
@@ -325,7 +310,8 @@ describe('deletion', () => {
     });
     await eventually(
       async () =>
-        (await statusOf(core.readNamespacedConfigMap({ namespace: 'default', name: 'owner2' }))).code === 404,
+        (await apiFailure(core.readNamespacedConfigMap({ namespace: 'default', name: 'owner2' }))).code ===
+        404,
     );
     const orphan = await core.readNamespacedConfigMap({ namespace: 'default', name: 'orphan' });
     expect(orphan.metadata?.ownerReferences ?? []).toEqual([]);
@@ -365,7 +351,7 @@ describe('deletion', () => {
     );
     await eventually(
       async () =>
-        (await statusOf(core.readNamespacedConfigMap({ namespace: 'default', name: 'fg-owner' }))).code ===
+        (await apiFailure(core.readNamespacedConfigMap({ namespace: 'default', name: 'fg-owner' }))).code ===
         404,
     );
   });
@@ -374,11 +360,11 @@ describe('deletion', () => {
     await core.createNamespace({ body: { metadata: { name: 'doomed' } } });
     await core.createNamespacedConfigMap({ namespace: 'doomed', body: { metadata: { name: 'x' } } });
     await core.deleteNamespace({ name: 'doomed' });
-    const terminating = await statusOf(
+    const terminating = await apiFailure(
       core.createNamespacedConfigMap({ namespace: 'doomed', body: { metadata: { name: 'y' } } }),
     );
     expect([403, 404]).toContain(terminating.code);
-    await eventually(async () => (await statusOf(core.readNamespace({ name: 'doomed' }))).code === 404);
+    await eventually(async () => (await apiFailure(core.readNamespace({ name: 'doomed' }))).code === 404);
   });
 });
 
@@ -401,7 +387,7 @@ describe('reads', () => {
       fieldSelector: 'metadata.name=item-4',
     });
     expect(byName.items.map((c) => c.metadata?.name)).toEqual(['item-4']);
-    const bad = await statusOf(
+    const bad = await apiFailure(
       core.listNamespacedConfigMap({ namespace: 'reads', fieldSelector: 'data.x=1' }),
     );
     expect(bad.code).toBe(400);

@@ -1,6 +1,7 @@
 // Fault injection through the sandbox handle: failing, throttled, slow and reset requests.
-import { ApiException, CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { apiOutcome } from '../../helpers/api.ts';
 import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
 let t: TestSandbox;
@@ -15,36 +16,21 @@ afterAll(async () => {
   await t.stop();
 });
 
-async function outcome(
-  p: Promise<unknown>,
-): Promise<{ code: number; headers?: Record<string, string>; reason?: string }> {
-  try {
-    await p;
-    return { code: 200 };
-  } catch (err) {
-    if (err instanceof ApiException) {
-      const body = typeof err.body === 'string' ? (JSON.parse(err.body) as { reason?: string }) : {};
-      return { code: err.code, headers: err.headers, reason: body.reason };
-    }
-    return { code: -1 };
-  }
-}
-
 describe('fault injection', () => {
   it('fails matching requests with the chosen status, a given number of times', async () => {
     const fault = t.sandbox.faults.inject({ verbs: ['list'], resource: 'configmaps', status: 503, times: 2 });
-    expect((await outcome(core.listNamespacedConfigMap({ namespace: 'default' }))).code).toBe(503);
-    expect((await outcome(core.listNamespacedConfigMap({ namespace: 'default' }))).reason).toBe(
+    expect((await apiOutcome(core.listNamespacedConfigMap({ namespace: 'default' }))).code).toBe(503);
+    expect((await apiOutcome(core.listNamespacedConfigMap({ namespace: 'default' }))).reason).toBe(
       'ServiceUnavailable',
     );
-    expect((await outcome(core.listNamespacedConfigMap({ namespace: 'default' }))).code).toBe(200);
+    expect((await apiOutcome(core.listNamespacedConfigMap({ namespace: 'default' }))).code).toBe(200);
     expect(fault.hits()).toBe(2);
-    expect((await outcome(core.listNamespace())).code).toBe(200);
+    expect((await apiOutcome(core.listNamespace())).code).toBe(200);
   });
 
   it('throttles with 429 and Retry-After', async () => {
     t.sandbox.faults.inject({ resource: 'namespaces', status: 429, retryAfterSeconds: 3, times: 1 });
-    const res = await outcome(core.readNamespace({ name: 'default' }));
+    const res = await apiOutcome(core.readNamespace({ name: 'default' }));
     expect(res.code).toBe(429);
     expect(res.reason).toBe('TooManyRequests');
     expect(res.headers?.['retry-after']).toBe('3');
@@ -53,22 +39,22 @@ describe('fault injection', () => {
   it('delays requests and resets connections', async () => {
     t.sandbox.faults.inject({ resource: 'namespaces', verbs: ['get'], delayMs: 200, times: 1 });
     const started = performance.now();
-    expect((await outcome(core.readNamespace({ name: 'default' }))).code).toBe(200);
+    expect((await apiOutcome(core.readNamespace({ name: 'default' }))).code).toBe(200);
     expect(performance.now() - started).toBeGreaterThanOrEqual(190);
     t.sandbox.faults.inject({ resource: 'namespaces', verbs: ['get'], resetConnection: true, times: 1 });
-    expect((await outcome(core.readNamespace({ name: 'default' }))).code).toBe(-1);
-    expect((await outcome(core.readNamespace({ name: 'default' }))).code).toBe(200);
+    expect((await apiOutcome(core.readNamespace({ name: 'default' }))).code).toBe(-1);
+    expect((await apiOutcome(core.readNamespace({ name: 'default' }))).code).toBe(200);
   });
 
   it('targets one object by namespace and name', async () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'target' } } });
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'bystander' } } });
     t.sandbox.faults.inject({ resource: 'configmaps', namespace: 'default', name: 'target', status: 500 });
-    expect((await outcome(core.readNamespacedConfigMap({ namespace: 'default', name: 'target' }))).code).toBe(
-      500,
-    );
     expect(
-      (await outcome(core.readNamespacedConfigMap({ namespace: 'default', name: 'bystander' }))).code,
+      (await apiOutcome(core.readNamespacedConfigMap({ namespace: 'default', name: 'target' }))).code,
+    ).toBe(500);
+    expect(
+      (await apiOutcome(core.readNamespacedConfigMap({ namespace: 'default', name: 'bystander' }))).code,
     ).toBe(200);
   });
 });

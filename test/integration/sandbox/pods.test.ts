@@ -7,6 +7,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiFailure, jsonPatch, mergePatch } from '../../helpers/api.ts';
 import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
 let t: TestSandbox;
@@ -25,20 +26,6 @@ const pod = (name: string, extra: Partial<V1Pod['spec']> = {}): V1Pod => ({
   spec: { containers: [{ name: 'app', image: 'busybox:1.36' }], ...extra },
 });
 
-async function failure(p: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiException)
-      return { code: err.code, message: (JSON.parse(err.body as string) as { message: string }).message };
-    throw err;
-  }
-  throw new Error('expected failure');
-}
-
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
-
 describe('scheduling gates', () => {
   it('creates a gated Pod as Pending with PodScheduled=False/SchedulingGated', async () => {
     const created = await core.createNamespacedPod({
@@ -56,7 +43,7 @@ describe('scheduling gates', () => {
       namespace: 'default',
       body: pod('gates', { schedulingGates: [{ name: 'example.com/a' }] }),
     });
-    const add = await failure(
+    const add = await apiFailure(
       core.patchNamespacedPod(
         {
           namespace: 'default',
@@ -78,7 +65,7 @@ describe('scheduling gates', () => {
   });
 
   it('refuses nodeName together with scheduling gates at creation', async () => {
-    const res = await failure(
+    const res = await apiFailure(
       core.createNamespacedPod({
         namespace: 'default',
         body: pod('prebound', { nodeName: 'n1', schedulingGates: [{ name: 'example.com/a' }] }),
@@ -101,7 +88,7 @@ describe('binding and immutability', () => {
     });
     const bound = await core.readNamespacedPod({ namespace: 'default', name: 'bindme' });
     expect(bound.spec?.nodeName).toBe('node-1');
-    const again = await failure(
+    const again = await apiFailure(
       core.createNamespacedPodBinding({
         namespace: 'default',
         name: 'bindme',
@@ -113,7 +100,7 @@ describe('binding and immutability', () => {
       namespace: 'default',
       body: pod('gated-bind', { schedulingGates: [{ name: 'example.com/a' }] }),
     });
-    const gated = await failure(
+    const gated = await apiFailure(
       core.createNamespacedPodBinding({
         namespace: 'default',
         name: 'gated-bind',
@@ -125,10 +112,10 @@ describe('binding and immutability', () => {
 
   it('forbids changing immutable Pod spec fields but allows the image', async () => {
     await core.createNamespacedPod({ namespace: 'default', body: pod('immut') });
-    const node = await failure(
+    const node = await apiFailure(
       core.patchNamespacedPod(
         { namespace: 'default', name: 'immut', body: { spec: { nodeName: 'n9' } } },
-        merge,
+        mergePatch,
       ),
     );
     expect(node.code).toBe(422);
@@ -151,7 +138,7 @@ describe('binding and immutability', () => {
     expect(terminating.metadata?.deletionTimestamp).toBeInstanceOf(Date);
     expect(terminating.metadata?.deletionGracePeriodSeconds).toBe(30);
     await core.deleteNamespacedPod({ namespace: 'default', name: 'graceful', gracePeriodSeconds: 0 });
-    expect((await failure(core.readNamespacedPod({ namespace: 'default', name: 'graceful' }))).code).toBe(
+    expect((await apiFailure(core.readNamespacedPod({ namespace: 'default', name: 'graceful' }))).code).toBe(
       404,
     );
   });
