@@ -495,12 +495,48 @@ function checkMicroTime(kind: string, value: unknown): void {
   }
 }
 
+/** The API server stores and returns MicroTime in UTC, whatever offset the client sent. */
+function normalizeMicroTime(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const m = /^(.{19})\.(\d{6})(Z|[+-]\d{2}:\d{2})$/.exec(value);
+  if (!m || m[3] === 'Z') return value;
+  return `${new Date(`${m[1]}${m[3]}`).toISOString().slice(0, 19)}.${m[2]}Z`;
+}
+
 const leaseStrategy: Strategy = {
   nameRule: 'subdomain',
   decode(o) {
     const spec = obj(o.spec);
-    checkMicroTime('Lease', spec.acquireTime);
-    checkMicroTime('Lease', spec.renewTime);
+    for (const field of ['acquireTime', 'renewTime']) {
+      checkMicroTime('Lease', spec[field]);
+      if (spec[field] !== undefined) spec[field] = normalizeMicroTime(spec[field]);
+    }
+  },
+  validate(o) {
+    const spec = obj(o.spec);
+    const causes: FieldCause[] = [];
+    if (
+      spec.leaseDurationSeconds !== undefined &&
+      spec.leaseDurationSeconds !== null &&
+      Number(spec.leaseDurationSeconds) <= 0
+    ) {
+      causes.push(
+        invalidCause('spec.leaseDurationSeconds', spec.leaseDurationSeconds, 'must be greater than 0'),
+      );
+    }
+    if (
+      spec.leaseTransitions !== undefined &&
+      spec.leaseTransitions !== null &&
+      Number(spec.leaseTransitions) < 0
+    ) {
+      causes.push(
+        invalidCause('spec.leaseTransitions', spec.leaseTransitions, 'must be greater than or equal to 0'),
+      );
+    }
+    if (spec.preferredHolder && !spec.strategy) {
+      causes.push(forbiddenCause('spec.preferredHolder', 'may only be specified if strategy is defined'));
+    }
+    return causes;
   },
 };
 

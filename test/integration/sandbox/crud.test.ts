@@ -1,6 +1,7 @@
 // Object semantics of the sandbox API server through the real @kubernetes/client-node.
 import {
   AppsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   KubernetesObjectApi,
   PatchStrategy,
@@ -411,5 +412,32 @@ describe('reads', () => {
       stringData: { k: 'v' },
     } as never);
     expect((created as { data?: Record<string, string> }).data?.k).toBe(Buffer.from('v').toString('base64'));
+  });
+});
+
+describe('Leases', () => {
+  it('validates Lease specs and MicroTime like kube-apiserver', async () => {
+    const coordination = t.kc.makeApiClient(CoordinationV1Api);
+    const bad = await apiFailure(
+      coordination.createNamespacedLease({
+        namespace: 'default',
+        body: { metadata: { name: 'bad' }, spec: { leaseDurationSeconds: 0, leaseTransitions: -1 } },
+      }),
+    );
+    expect(bad.code).toBe(422);
+    expect(bad.causes.map((c) => c.field)).toEqual(['spec.leaseDurationSeconds', 'spec.leaseTransitions']);
+    const millis = await apiFailure(
+      coordination.createNamespacedLease({
+        namespace: 'default',
+        body: { metadata: { name: 'ms' }, spec: { renewTime: '2026-01-01T00:00:00.123Z' as never } },
+      }),
+    );
+    expect(millis.code).toBe(400);
+    expect(millis.message).toContain('cannot parse ".123Z" as ".000000"');
+    const created = await coordination.createNamespacedLease({
+      namespace: 'default',
+      body: { metadata: { name: 'utc' }, spec: { renewTime: '2026-01-01T00:00:00.123456+02:00' as never } },
+    });
+    expect(String(created.spec?.renewTime)).toBe('2025-12-31T22:00:00.123456Z');
   });
 });
