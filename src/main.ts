@@ -1,16 +1,19 @@
 // Composition root of the berth-operator process: picks the subcommand, parses its flags, runs it.
 import { type CommandSpec, helpText, parseFlags, programHelp, UsageError } from './cli.ts';
+import { runCommand, runOperator } from './run.ts';
 import { runSandbox, sandboxCommand } from './sandbox/command.ts';
 
 const PROGRAM = 'berth-operator';
 
 interface Command {
   spec: CommandSpec;
-  run(flags: Record<string, unknown>): Promise<void>;
+  /** Resolves with the process exit code. */
+  run(flags: Record<string, unknown>): Promise<number>;
 }
 
 const COMMANDS: Command[] = [
-  { spec: sandboxCommand, run: (flags) => runSandbox(flags as never, process.stdout) },
+  { spec: runCommand, run: (flags) => runOperator(flags as never) },
+  { spec: sandboxCommand, run: (flags) => runSandbox(flags as never, process.stdout).then(() => 0) },
 ];
 
 export async function main(argv: string[]): Promise<number> {
@@ -45,8 +48,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  await command.run(flags);
-  return 0;
+  return command.run(flags);
 }
 
 process.on('unhandledRejection', (reason) => {

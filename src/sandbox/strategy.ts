@@ -540,10 +540,25 @@ const leaseStrategy: Strategy = {
   },
 };
 
+const QUALIFIED_NAME =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+/** Fields of an events.k8s.io/v1 Event that an update may not change (ValidateEventUpdate). */
+const EVENT_IMMUTABLE = [
+  'eventTime',
+  'action',
+  'reason',
+  'reportingController',
+  'reportingInstance',
+  'regarding',
+  'related',
+  'type',
+];
+
 const eventsV1Strategy: Strategy = {
   nameRule: 'subdomain',
   decode(o) {
     checkMicroTime('Event', (o as Obj).eventTime);
+    checkMicroTime('Event', obj((o as Obj).series).lastObservedTime);
   },
   validate(o) {
     const e = o as Obj;
@@ -552,12 +567,50 @@ const eventsV1Strategy: Strategy = {
     for (const f of ['reportingController', 'reportingInstance', 'action', 'reason']) {
       if (!e[f]) causes.push(requiredCause(f));
     }
+    if (
+      typeof e.reportingController === 'string' &&
+      e.reportingController &&
+      !QUALIFIED_NAME.test(e.reportingController)
+    ) {
+      causes.push(
+        invalidCause(
+          'reportingController',
+          e.reportingController,
+          "name part must consist of alphanumeric characters, '-', '_' or '.'",
+        ),
+      );
+    }
+    for (const f of ['reason', 'action']) {
+      if (typeof e[f] === 'string' && (e[f] as string).length > 128) {
+        causes.push(invalidCause(f, e[f], 'can have at most 128 characters'));
+      }
+    }
+    if (typeof e.note === 'string' && Buffer.byteLength(e.note) > 1024) {
+      causes.push(invalidCause('note', e.note, 'can have at most 1024 characters'));
+    }
     if (e.type !== 'Normal' && e.type !== 'Warning') {
       causes.push({
         reason: 'FieldValueInvalid',
         field: 'type',
         message: `Invalid value: ${JSON.stringify(e.type ?? '')}: has invalid value: ${String(e.type ?? '')}`,
       });
+    }
+    const series = e.series;
+    if (isObj(series)) {
+      if (!(Number(series.count) >= 2))
+        causes.push(invalidCause('series.count', series.count, 'should be at least 2'));
+      if (!series.lastObservedTime) causes.push(requiredCause('series.lastObservedTime'));
+    }
+    const regardingNs = obj(e.regarding).namespace;
+    if (typeof regardingNs === 'string' && regardingNs !== '' && regardingNs !== o.metadata.namespace) {
+      causes.push(invalidCause('regarding.namespace', regardingNs, 'does not match event.namespace'));
+    }
+    return causes;
+  },
+  validateUpdate(next, old) {
+    const causes: FieldCause[] = [];
+    for (const f of EVENT_IMMUTABLE) {
+      if (!deepEqual((next as Obj)[f], (old as Obj)[f])) causes.push(immutableCause(f, (next as Obj)[f]));
     }
     return causes;
   },

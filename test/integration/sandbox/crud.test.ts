@@ -3,6 +3,7 @@ import {
   AppsV1Api,
   CoordinationV1Api,
   CoreV1Api,
+  EventsV1Api,
   KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
@@ -10,7 +11,7 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiFailure } from '../../helpers/api.ts';
+import { apiFailure, mergePatch } from '../../helpers/api.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
@@ -439,5 +440,37 @@ describe('Leases', () => {
       body: { metadata: { name: 'utc' }, spec: { renewTime: '2026-01-01T00:00:00.123456+02:00' as never } },
     });
     expect(String(created.spec?.renewTime)).toBe('2025-12-31T22:00:00.123456Z');
+  });
+});
+
+describe('events.k8s.io/v1 Events', () => {
+  it('validates new-style Events and keeps their identity immutable', async () => {
+    const events = t.kc.makeApiClient(EventsV1Api);
+    const base = {
+      metadata: { name: 'ev' },
+      eventTime: '2026-01-01T00:00:00.000000Z' as never,
+      reportingController: 'example.com/ctl',
+      reportingInstance: 'ctl-1',
+      action: 'Check',
+      reason: 'Checked',
+      type: 'Normal',
+      regarding: { kind: 'ConfigMap', namespace: 'default', name: 'x' },
+    };
+    const bad = await apiFailure(
+      events.createNamespacedEvent({
+        namespace: 'default',
+        body: { ...base, reason: 'r'.repeat(129), series: { count: 1, lastObservedTime: base.eventTime } },
+      }),
+    );
+    expect(bad.causes.map((c) => c.field)).toEqual(['reason', 'series.count']);
+    await events.createNamespacedEvent({ namespace: 'default', body: base });
+    const changed = await apiFailure(
+      events.patchNamespacedEvent(
+        { namespace: 'default', name: 'ev', body: { reason: 'Other' } },
+        mergePatch,
+      ),
+    );
+    expect(changed.code).toBe(422);
+    expect(changed.causes[0]?.field).toBe('reason');
   });
 });

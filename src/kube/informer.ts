@@ -1,0 +1,883 @@
+// An informer that cannot go silent: list, then watch from the list's resourceVersion; relist on 410
+// Gone (HTTP or ERROR event) emitting deletes for objects that vanished meanwhile; restart after any
+// error with jittered exponential backoff (1 s -> 30 s, reset by the next success); an inactivity
+// timeout that replaces a stream on which nothing (not even a bookmark) arrived; indexers with O(1)
+// lookups; handlers that can never throw into the informer.
+//
+// Not client-node's makeInformer/ListWatch: that one stops for good on any non-410 error, has no
+// inactivity timeout, bookmarks, indexers or transform, and turns a throwing handler into an
+// unhandled rejection (anchors §3.3).
+//
+// Cached objects are shared with every reader and handler: treat them as read-only.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Counter, Gauge, Registry } from 'prom-client';
+import type { Logger } from '../observability/logger.ts';
+import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
+import {
+  describeError,
+  isGone,
+  KubeApiError,
+  type KubeRequester,
+  type ResourceRef,
+  readJson,
+  resourcePath,
+  retryAfterSeconds,
+} from './client.ts';
+import { type Clock, realClock, type Timer } from './clock.ts';
+import { exponentialBackoff } from './ratelimit.ts';
+
+// ---- keys ----
+
+/** client-go's MetaNamespaceKeyFunc: `namespace/name`, or `name` for cluster-scoped objects. */
+export function objectKey(obj: KubernetesObject): string {
+  const name = obj.metadata?.name ?? '';
+  const ns = obj.metadata?.namespace;
+  return ns ? `${ns}/${name}` : name;
+}
+
+/** Inverse of objectKey. */
+export function splitKey(key: string): { namespace: string | undefined; name: string } {
+  const i = key.indexOf('/');
+  return i < 0 ? { namespace: undefined, name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+// ---- the indexed store (pure data structure) ----
+
+export type IndexFunc<T> = (obj: T) => readonly string[];
+
+/** Name of the built-in index used by `list(namespace)`. */
+export const NAMESPACE_INDEX = 'namespace';
+
+interface Index<T> {
+  fn: IndexFunc<T>;
+  /** index value -> object keys */
+  byValue: Map<string, Set<string>>;
+}
+
+/** A keyed object store with secondary indexes; every index is kept exact on every write. */
+export class IndexedStore<T extends KubernetesObject> {
+  readonly #items = new Map<string, T>();
+  readonly #indexes = new Map<string, Index<T>>();
+  /** object key -> index name -> values it is filed under (to unfile in O(values)). */
+  readonly #filed = new Map<string, Map<string, readonly string[]>>();
+  readonly #onIndexError: (index: string, err: unknown) => void;
+
+  constructor(onIndexError: (index: string, err: unknown) => void = () => {}) {
+    this.#onIndexError = onIndexError;
+    this.addIndexer(NAMESPACE_INDEX, (obj) => [obj.metadata?.namespace ?? '']);
+  }
+
+  get size(): number {
+    return this.#items.size;
+  }
+
+  get(key: string): T | undefined {
+    return this.#items.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.#items.has(key);
+  }
+
+  keys(): string[] {
+    return [...this.#items.keys()];
+  }
+
+  values(): T[] {
+    return [...this.#items.values()];
+  }
+
+  entries(): IterableIterator<[string, T]> {
+    return this.#items.entries();
+  }
+
+  /** Adds an index, filing every object already stored. Names are unique. */
+  addIndexer(name: string, fn: IndexFunc<T>): void {
+    if (this.#indexes.has(name)) throw new Error(`indexer "${name}" already exists`);
+    const index: Index<T> = { fn, byValue: new Map() };
+    this.#indexes.set(name, index);
+    for (const [key, obj] of this.#items) this.#file(key, name, index, obj);
+  }
+
+  hasIndexer(name: string): boolean {
+    return this.#indexes.has(name);
+  }
+
+  /** Keys of the objects filed under `value` in index `name`. Throws for an unknown index. */
+  indexKeys(name: string, value: string): string[] {
+    const set = this.#index(name).byValue.get(value);
+    return set === undefined ? [] : [...set];
+  }
+
+  byIndex(name: string, value: string): T[] {
+    const set = this.#index(name).byValue.get(value);
+    if (set === undefined) return [];
+    const out: T[] = [];
+    for (const key of set) {
+      const obj = this.#items.get(key);
+      if (obj !== undefined) out.push(obj);
+    }
+    return out;
+  }
+
+  /** Values present in index `name`. */
+  indexValues(name: string): string[] {
+    return [...this.#index(name).byValue.keys()];
+  }
+
+  /** Stores `obj` under `key`, returning the previous object. */
+  set(key: string, obj: T): T | undefined {
+    const previous = this.#items.get(key);
+    if (previous !== undefined) this.#unfileAll(key);
+    this.#items.set(key, obj);
+    for (const [name, index] of this.#indexes) this.#file(key, name, index, obj);
+    return previous;
+  }
+
+  delete(key: string): T | undefined {
+    const previous = this.#items.get(key);
+    if (previous === undefined) return undefined;
+    this.#unfileAll(key);
+    this.#items.delete(key);
+    return previous;
+  }
+
+  /** Replaces the whole content. */
+  replace(entries: Iterable<[string, T]>): void {
+    this.#items.clear();
+    this.#filed.clear();
+    for (const index of this.#indexes.values()) index.byValue.clear();
+    for (const [key, obj] of entries) this.set(key, obj);
+  }
+
+  #index(name: string): Index<T> {
+    const index = this.#indexes.get(name);
+    if (index === undefined) throw new Error(`no indexer "${name}"`);
+    return index;
+  }
+
+  #file(key: string, name: string, index: Index<T>, obj: T): void {
+    let values: readonly string[];
+    try {
+      values = [...new Set(index.fn(obj))];
+    } catch (err) {
+      this.#onIndexError(name, err);
+      values = [];
+    }
+    if (values.length === 0) return;
+    for (const value of values) {
+      let set = index.byValue.get(value);
+      if (set === undefined) {
+        set = new Set();
+        index.byValue.set(value, set);
+      }
+      set.add(key);
+    }
+    let filed = this.#filed.get(key);
+    if (filed === undefined) {
+      filed = new Map();
+      this.#filed.set(key, filed);
+    }
+    filed.set(name, values);
+  }
+
+  #unfileAll(key: string): void {
+    const filed = this.#filed.get(key);
+    if (filed === undefined) return;
+    for (const [name, values] of filed) {
+      const index = this.#indexes.get(name);
+      if (index === undefined) continue;
+      for (const value of values) {
+        const set = index.byValue.get(value);
+        set?.delete(key);
+        if (set?.size === 0) index.byValue.delete(value);
+      }
+    }
+    this.#filed.delete(key);
+  }
+}
+
+// ---- pure decisions ----
+
+export interface RelistDiff<T> {
+  added: T[];
+  /** Objects whose resourceVersion changed: [cached, listed]. */
+  updated: Array<[T, T]>;
+  /** Cached objects absent from the new list (their last known state). */
+  deleted: T[];
+}
+
+/**
+ * What a relist changes compared with the cache: adds for new keys, updates for keys whose
+ * resourceVersion differs, deletes for keys that vanished (changes missed while the watch was down).
+ */
+export function diffRelist<T extends KubernetesObject>(
+  cached: ReadonlyMap<string, T> | IndexedStore<T>,
+  listed: ReadonlyMap<string, T>,
+): RelistDiff<T> {
+  const diff: RelistDiff<T> = { added: [], updated: [], deleted: [] };
+  for (const [key, obj] of listed) {
+    const old = cached.get(key);
+    if (old === undefined) diff.added.push(obj);
+    else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) diff.updated.push([old, obj]);
+  }
+  for (const [key, old] of cached.entries()) if (!listed.has(key)) diff.deleted.push(old);
+  return diff;
+}
+
+export interface BackoffPolicy {
+  /** First delay (default 1000 ms). */
+  initialMs: number;
+  /** Cap (default 30 000 ms). */
+  maxMs: number;
+  /** Spread as a fraction of the delay, 0..1 (default 0.2: ±10 %). */
+  jitter: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1000, maxMs: 30_000, jitter: 0.2 };
+
+/**
+ * Delay before retry number `failures` (1 = first failure): `initial * 2^(failures-1)` capped at
+ * `max`, spread by ±jitter/2 so many informers failing together do not retry in lock-step, and never
+ * shorter than a server's Retry-After.
+ */
+export function restartDelay(
+  failures: number,
+  policy: BackoffPolicy,
+  random: number,
+  retryAfterMs?: number,
+): number {
+  const base = exponentialBackoff(policy.initialMs, policy.maxMs, Math.max(0, failures - 1));
+  const jittered = base * (1 - policy.jitter / 2 + policy.jitter * random);
+  return Math.round(Math.max(jittered, retryAfterMs ?? 0));
+}
+
+/** Splits a byte stream decoded as text into complete lines. */
+export class LineSplitter {
+  #buffer = '';
+
+  /** Feeds a chunk; returns the complete non-empty lines it finished. */
+  push(chunk: string): string[] {
+    this.#buffer += chunk;
+    const parts = this.#buffer.split('\n');
+    this.#buffer = parts.pop() ?? '';
+    return parts.map((p) => p.trim()).filter((p) => p !== '');
+  }
+
+  /** What is left after the stream ended (a final line without newline). */
+  end(): string[] {
+    const rest = this.#buffer.trim();
+    this.#buffer = '';
+    return rest === '' ? [] : [rest];
+  }
+}
+
+/** The default transform: drop `metadata.managedFields` (large and never read by controllers). */
+export function stripManagedFields<T extends KubernetesObject>(obj: T): T {
+  if (obj.metadata?.managedFields !== undefined) delete obj.metadata.managedFields;
+  return obj;
+}
+
+// ---- the informer ----
+
+export interface EventHandlers<T> {
+  onAdd?(obj: T): void | Promise<void>;
+  onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
+  /** `finalStateUnknown` when the delete was inferred by a relist (obj is the last cached state). */
+  onDelete?(obj: T, finalStateUnknown: boolean): void | Promise<void>;
+}
+
+export interface InformerOptions<T extends KubernetesObject> {
+  /** Informer name: metric label and log field. */
+  name: string;
+  transport: KubeRequester;
+  resource: ResourceRef;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** List page size (`limit`); 0 lists in one request. Default 500. */
+  pageSize?: number;
+  /** Ask for watch bookmarks (kube-apiserver sends about one a minute). Default true. */
+  allowWatchBookmarks?: boolean;
+  /** Server-side watch timeout; default random in [300, 600) s like client-go. */
+  watchTimeoutSeconds?: number;
+  /**
+   * A watch on which nothing arrived for this long is replaced (resuming from the last
+   * resourceVersion). Default 5 min with bookmarks, else watch timeout + 60 s.
+   */
+  inactivityTimeoutMs?: number;
+  /** Bound on each list page and on waiting for a watch's response headers. Default 60 s. */
+  requestTimeoutMs?: number;
+  backoff?: Partial<BackoffPolicy>;
+  /** A watch that ends cleanly sooner than this without any event counts as a failure. Default 1 s. */
+  minWatchDurationMs?: number;
+  /** `readinessCheck()` fails once the informer has been failing this long. Default 2 min. */
+  readinessThresholdMs?: number;
+  /** Applied to every object before caching; default strips managedFields; null keeps objects whole. */
+  transform?: ((obj: T) => T) | null;
+  clock?: Clock;
+  /** Source of jitter, [0, 1). */
+  random?: () => number;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+interface WatchEvent {
+  type: string;
+  object: unknown;
+}
+
+class InactivityTimeout extends Error {
+  constructor(ms: number) {
+    super(`no data on the watch for ${ms}ms`);
+    this.name = 'InactivityTimeout';
+  }
+}
+
+class RequestTimeout extends Error {
+  constructor(what: string, ms: number) {
+    super(`${what} timed out after ${ms}ms`);
+    this.name = 'RequestTimeout';
+  }
+}
+
+class ShortWatch extends Error {
+  constructor(ms: number) {
+    super(`watch closed after ${ms}ms without any event`);
+    this.name = 'ShortWatch';
+  }
+}
+
+export type RestartReason = 'gone' | 'error' | 'inactivity' | 'closed';
+
+interface ListResult<T> {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: T[];
+}
+
+export class Informer<T extends KubernetesObject> {
+  readonly name: string;
+  readonly #o: InformerOptions<T>;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #backoff: BackoffPolicy;
+  readonly #transform: (obj: T) => T;
+  readonly #store: IndexedStore<T>;
+  readonly #handlers = new Set<EventHandlers<T>>();
+  readonly #metrics: InformerMetrics | undefined;
+  readonly #path: string;
+
+  #lastResourceVersion = '';
+  #synced = false;
+  #syncWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  #stop: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+  #failures = 0;
+  #failingSince: number | undefined;
+  #lastError: string | undefined;
+  #lastEventAt: number;
+
+  constructor(options: InformerOptions<T>) {
+    this.name = options.name;
+    this.#o = options;
+    this.#clock = options.clock ?? realClock;
+    this.#random = options.random ?? Math.random;
+    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.#transform = options.transform === null ? (obj) => obj : (options.transform ?? stripManagedFields);
+    this.#store = new IndexedStore<T>((index, err) =>
+      options.logger?.error(
+        { informer: this.name, index, err: describeError(err) },
+        'indexer threw; object not indexed',
+      ),
+    );
+    this.#path = resourcePath(options.resource);
+    this.#lastEventAt = this.#clock.now();
+    this.#metrics = options.registry === undefined ? undefined : informerMetrics(options.registry);
+    this.#metrics?.handlerErrors.inc({ informer: this.name }, 0);
+  }
+
+  // ---- lifecycle ----
+
+  /** Starts listing and watching (idempotent). Aborting `signal` stops the informer. */
+  start(signal?: AbortSignal): void {
+    if (this.#stop !== undefined) return;
+    const stop = new AbortController();
+    this.#stop = stop;
+    this.#metrics?.live.add(this);
+    this.#loop = this.#run(stop.signal).catch((err: unknown) => {
+      // #run handles its own errors; this is a last line of defence against a bug.
+      this.#o.logger?.error({ informer: this.name, err: describeError(err) }, 'informer loop crashed');
+    });
+    if (signal?.aborted) void this.stop();
+    else signal?.addEventListener('abort', () => void this.stop(), { once: true });
+  }
+
+  /** Stops the informer and waits for its loop to end. The cache stays readable. */
+  async stop(): Promise<void> {
+    if (this.#stop === undefined) return;
+    this.#stop.abort();
+    await this.#loop;
+    if (this.#metrics?.live.delete(this)) this.#metrics.lastEvent.remove({ informer: this.name });
+    for (const waiter of this.#syncWaiters.splice(0))
+      waiter.reject(new Error(`informer ${this.name} stopped`));
+  }
+
+  isRunning(): boolean {
+    return this.#stop !== undefined && !this.#stop.signal.aborted;
+  }
+
+  hasSynced(): boolean {
+    return this.#synced;
+  }
+
+  /** Resolves once the first list is in the cache; rejects if `signal` aborts or the informer stops. */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.#synced) return Promise.resolve();
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#stop?.signal.aborted) return Promise.reject(new Error(`informer ${this.name} stopped`));
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#syncWaiters = this.#syncWaiters.filter((w) => w !== waiter);
+        reject(signal?.reason);
+      };
+      const waiter = {
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (err: unknown) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      this.#syncWaiters.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Last resourceVersion seen (list, event or bookmark). */
+  lastResourceVersion(): string {
+    return this.#lastResourceVersion;
+  }
+
+  /** Seconds since anything (list, event, bookmark) was last received. */
+  secondsSinceLastEvent(): number {
+    return Math.max(0, (this.#clock.now() - this.#lastEventAt) / 1000);
+  }
+
+  /**
+   * A readiness check (for ProbeServer.addReadyzCheck): fails while the informer has not synced, and
+   * once it has been failing continuously for longer than `thresholdMs`.
+   */
+  readinessCheck(thresholdMs = this.#o.readinessThresholdMs ?? 120_000): () => void {
+    return () => {
+      if (!this.#synced) throw new Error(`informer ${this.name} has not synced${this.#lastErrorSuffix()}`);
+      const since = this.#failingSince;
+      if (since !== undefined && this.#clock.now() - since > thresholdMs) {
+        const seconds = Math.round((this.#clock.now() - since) / 1000);
+        throw new Error(`informer ${this.name} failing for ${seconds}s${this.#lastErrorSuffix()}`);
+      }
+    };
+  }
+
+  #lastErrorSuffix(): string {
+    return this.#lastError === undefined ? '' : `: ${this.#lastError}`;
+  }
+
+  // ---- cache reads ----
+
+  get(key: string): T | undefined {
+    return this.#store.get(key);
+  }
+
+  getByName(name: string, namespace?: string): T | undefined {
+    return this.#store.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /** All cached objects, or those of one namespace. */
+  list(namespace?: string): T[] {
+    return namespace === undefined ? this.#store.values() : this.#store.byIndex(NAMESPACE_INDEX, namespace);
+  }
+
+  keys(): string[] {
+    return this.#store.keys();
+  }
+
+  get size(): number {
+    return this.#store.size;
+  }
+
+  /** Adds an index (e.g. Pods by `spec.nodeName`); may be called before or after start. */
+  addIndexer(name: string, fn: IndexFunc<T>): void {
+    this.#store.addIndexer(name, fn);
+  }
+
+  byIndex(name: string, value: string): T[] {
+    return this.#store.byIndex(name, value);
+  }
+
+  indexKeys(name: string, value: string): string[] {
+    return this.#store.indexKeys(name, value);
+  }
+
+  // ---- handlers ----
+
+  /**
+   * Registers handlers. Objects already cached are delivered to them at once as adds (like client-go),
+   * so a controller started after the cache synced still sees everything. Returns an unregister function.
+   */
+  addEventHandler(handlers: EventHandlers<T>): () => void {
+    this.#handlers.add(handlers);
+    for (const obj of this.#store.values()) this.#call(handlers, 'onAdd', [obj]);
+    return () => {
+      this.#handlers.delete(handlers);
+    };
+  }
+
+  #emit(kind: 'onAdd', args: [T]): void;
+  #emit(kind: 'onUpdate', args: [T, T]): void;
+  #emit(kind: 'onDelete', args: [T, boolean]): void;
+  #emit(kind: keyof EventHandlers<T>, args: [T] | [T, T] | [T, boolean]): void {
+    for (const handlers of [...this.#handlers]) this.#call(handlers, kind, args);
+  }
+
+  // Handlers run in try/catch, and a returned promise gets a rejection handler: neither a throw nor an
+  // async failure can reach the informer or become an unhandled rejection.
+  #call(handlers: EventHandlers<T>, kind: keyof EventHandlers<T>, args: unknown[]): void {
+    const fn = handlers[kind] as ((...a: unknown[]) => unknown) | undefined;
+    if (fn === undefined) return;
+    try {
+      const result = fn.apply(handlers, args);
+      if (isThenable(result)) result.then(undefined, (err: unknown) => this.#handlerFailed(kind, err));
+    } catch (err) {
+      this.#handlerFailed(kind, err);
+    }
+  }
+
+  #handlerFailed(kind: string, err: unknown): void {
+    this.#metrics?.handlerErrors.inc({ informer: this.name });
+    this.#o.logger?.error(
+      { informer: this.name, handler: kind, err: describeError(err) },
+      'informer handler threw',
+    );
+  }
+
+  // ---- list + watch loop ----
+
+  async #run(stop: AbortSignal): Promise<void> {
+    let relist = true;
+    while (!stop.aborted) {
+      try {
+        if (relist) {
+          await this.#list(stop);
+          relist = false;
+        }
+        const ended = await this.#watch(stop);
+        if (stop.aborted) break;
+        if (!ended.healthy) throw new ShortWatch(ended.durationMs);
+        this.#succeeded();
+        this.#countRestart('closed');
+        // A healthy watch ended by the server's timeout: resume at once from the last resourceVersion.
+        this.#o.logger?.debug(
+          { informer: this.name, rv: this.#lastResourceVersion },
+          'watch ended; resuming',
+        );
+      } catch (err) {
+        if (stop.aborted) break;
+        const gone = isGone(err);
+        if (gone) {
+          relist = true;
+          this.#lastResourceVersion = '';
+        }
+        this.#failed(err);
+        this.#countRestart(gone ? 'gone' : err instanceof InactivityTimeout ? 'inactivity' : 'error');
+        // A 410 after a working watch relists at once; anything else (and repeated 410s) backs off.
+        const retryAfter = retryAfterSeconds(err);
+        const delay =
+          gone && this.#failures === 1
+            ? 0
+            : restartDelay(
+                this.#failures,
+                this.#backoff,
+                this.#random(),
+                retryAfter === undefined ? undefined : retryAfter * 1000,
+              );
+        const level = gone || err instanceof InactivityTimeout ? 'info' : 'warn';
+        this.#o.logger?.[level](
+          { informer: this.name, err: describeError(err), failures: this.#failures, delayMs: delay, relist },
+          gone ? 'resourceVersion expired; relisting' : 'list/watch failed; restarting',
+        );
+        if (delay > 0) await this.#clock.sleep(delay, stop).catch(() => {});
+      }
+    }
+  }
+
+  /**
+   * Data arrived on a watch (or a watch ran its course): the backoff starts over. A completed list
+   * alone does not reset it, so a server that answers every watch with 410 cannot make us relist in a
+   * hot loop; it only clears the failing state used by readiness (the cache is fresh again).
+   */
+  #succeeded(): void {
+    this.#failures = 0;
+    this.#recovered();
+  }
+
+  #recovered(): void {
+    this.#failingSince = undefined;
+    this.#lastError = undefined;
+  }
+
+  #failed(err: unknown): void {
+    this.#failures++;
+    this.#failingSince ??= this.#clock.now();
+    this.#lastError = describeError(err);
+  }
+
+  #countRestart(reason: RestartReason): void {
+    this.#metrics?.restarts.inc({ informer: this.name, reason });
+  }
+
+  #noteActivity(): void {
+    this.#lastEventAt = this.#clock.now();
+  }
+
+  #selectors(): Record<string, string | undefined> {
+    return { labelSelector: this.#o.labelSelector, fieldSelector: this.#o.fieldSelector };
+  }
+
+  /** Runs `fn` with a signal that aborts when `stop` does or after `ms` (with a RequestTimeout reason). */
+  async #withTimeout<R>(
+    stop: AbortSignal,
+    ms: number,
+    what: string,
+    fn: (signal: AbortSignal, timer: { reset(ms: number): void; cancel(): void }) => Promise<R>,
+  ): Promise<R> {
+    const local = new AbortController();
+    let timer: Timer | undefined;
+    const arm = (delay: number, reason: () => Error): void => {
+      this.#clock.clearTimeout(timer);
+      timer = this.#clock.setTimeout(() => local.abort(reason()), delay);
+    };
+    arm(ms, () => new RequestTimeout(what, ms));
+    const onStop = (): void => local.abort(stop.reason);
+    stop.addEventListener('abort', onStop, { once: true });
+    try {
+      return await fn(local.signal, {
+        reset: (delay) => arm(delay, () => new InactivityTimeout(delay)),
+        cancel: () => this.#clock.clearTimeout(timer),
+      });
+    } catch (err) {
+      // Whatever the fetch layer threw on abort, report why we aborted.
+      if (local.signal.aborted && !stop.aborted && local.signal.reason instanceof Error)
+        throw local.signal.reason;
+      throw err;
+    } finally {
+      this.#clock.clearTimeout(timer);
+      stop.removeEventListener('abort', onStop);
+    }
+  }
+
+  async #list(stop: AbortSignal): Promise<void> {
+    const pageSize = this.#o.pageSize ?? 500;
+    const timeoutMs = this.#o.requestTimeoutMs ?? 60_000;
+    const listed = new Map<string, T>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = await this.#withTimeout(stop, timeoutMs, 'list', async (signal) => {
+        const res = await this.#o.transport.request({
+          path: this.#path,
+          query: { ...this.#selectors(), limit: pageSize > 0 ? pageSize : undefined, continue: cont },
+          signal,
+        });
+        return readJson<ListResult<T>>(res);
+      });
+      const itemKind = page.kind?.replace(/List$/, '');
+      for (const raw of page.items ?? []) {
+        // List items carry no apiVersion/kind; fill them in so cached objects look like watched ones.
+        if (raw.kind === undefined && itemKind) raw.kind = itemKind;
+        if (raw.apiVersion === undefined && page.apiVersion) raw.apiVersion = page.apiVersion;
+        const obj = this.#transform(raw);
+        listed.set(objectKey(obj), obj);
+      }
+      rv = page.metadata?.resourceVersion ?? '';
+      cont = page.metadata?.continue || undefined;
+    } while (cont !== undefined);
+    this.#replace(listed, rv);
+  }
+
+  #replace(listed: Map<string, T>, rv: string): void {
+    const diff = diffRelist(this.#store, listed);
+    this.#store.replace(listed);
+    this.#lastResourceVersion = rv;
+    this.#noteActivity();
+    this.#recovered();
+    const first = !this.#synced;
+    this.#synced = true;
+    if (first) for (const waiter of this.#syncWaiters.splice(0)) waiter.resolve();
+    this.#o.logger?.debug(
+      {
+        informer: this.name,
+        rv,
+        objects: listed.size,
+        added: diff.added.length,
+        updated: diff.updated.length,
+        deleted: diff.deleted.length,
+      },
+      first ? 'informer synced' : 'relisted',
+    );
+    for (const obj of diff.deleted) this.#emit('onDelete', [obj, true]);
+    for (const [old, obj] of diff.updated) this.#emit('onUpdate', [old, obj]);
+    for (const obj of diff.added) this.#emit('onAdd', [obj]);
+  }
+
+  /** One watch connection; resolves when it ends cleanly, throws on errors and ERROR events. */
+  async #watch(stop: AbortSignal): Promise<{ healthy: boolean; durationMs: number }> {
+    const bookmarks = this.#o.allowWatchBookmarks ?? true;
+    const timeoutSeconds = this.#o.watchTimeoutSeconds ?? Math.floor(300 * (1 + this.#random()));
+    const inactivityMs = this.#o.inactivityTimeoutMs ?? (bookmarks ? 300_000 : (timeoutSeconds + 60) * 1000);
+    const started = this.#clock.now();
+    let events = 0;
+    await this.#withTimeout(stop, this.#o.requestTimeoutMs ?? 60_000, 'watch', async (signal, timer) => {
+      const res = await this.#o.transport.request({
+        path: this.#path,
+        query: {
+          ...this.#selectors(),
+          watch: true,
+          resourceVersion: this.#lastResourceVersion,
+          allowWatchBookmarks: bookmarks ? true : undefined,
+          timeoutSeconds,
+        },
+        signal,
+      });
+      if (res.status !== 200) await readJson(res);
+      const body = res.stream();
+      if (body === null) throw new Error('watch response has no body');
+      timer.reset(inactivityMs);
+      const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+      const lines = new LineSplitter();
+      try {
+        for (;;) {
+          const chunk = await reader.read();
+          if (chunk.done) break;
+          timer.reset(inactivityMs);
+          for (const line of lines.push(chunk.value)) {
+            this.#handleWatchLine(line);
+            events++;
+          }
+        }
+        for (const line of lines.end()) {
+          this.#handleWatchLine(line);
+          events++;
+        }
+      } finally {
+        timer.cancel();
+        reader.cancel().catch(() => {});
+      }
+    });
+    const durationMs = this.#clock.now() - started;
+    return { healthy: events > 0 || durationMs >= (this.#o.minWatchDurationMs ?? 1000), durationMs };
+  }
+
+  #handleWatchLine(line: string): void {
+    let event: WatchEvent;
+    try {
+      event = JSON.parse(line) as WatchEvent;
+    } catch {
+      throw new Error(`malformed watch event (${line.length} bytes)`);
+    }
+    this.#noteActivity();
+    const object = event.object as T | undefined;
+    switch (event.type) {
+      case 'ADDED':
+      case 'MODIFIED': {
+        if (object === undefined) throw new Error(`watch ${event.type} event without an object`);
+        const obj = this.#transform(object);
+        const key = objectKey(obj);
+        const old = this.#store.set(key, obj);
+        this.#advance(obj);
+        if (old === undefined) this.#emit('onAdd', [obj]);
+        else this.#emit('onUpdate', [old, obj]);
+        return;
+      }
+      case 'DELETED': {
+        if (object === undefined) throw new Error('watch DELETED event without an object');
+        const obj = this.#transform(object);
+        this.#store.delete(objectKey(obj));
+        this.#advance(obj);
+        this.#emit('onDelete', [obj, false]);
+        return;
+      }
+      case 'BOOKMARK':
+        this.#advance(object);
+        return;
+      case 'ERROR': {
+        const status = (object ?? {}) as { code?: number; reason?: string; message?: string };
+        throw new KubeApiError(status.code ?? 500, status);
+      }
+      default:
+        throw new Error(`unknown watch event type "${String(event.type)}"`);
+    }
+  }
+
+  #advance(obj: KubernetesObject | undefined): void {
+    const rv = obj?.metadata?.resourceVersion;
+    if (rv) this.#lastResourceVersion = rv;
+    this.#succeeded();
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+// ---- metrics ----
+
+interface LiveInformer {
+  readonly name: string;
+  secondsSinceLastEvent(): number;
+}
+
+interface InformerMetrics {
+  lastEvent: Gauge<'informer'>;
+  restarts: Counter<'informer' | 'reason'>;
+  handlerErrors: Counter<'informer'>;
+  /** Running informers, read at scrape time. */
+  live: Set<LiveInformer>;
+}
+
+const metricSets = new WeakMap<Registry, InformerMetrics>();
+
+function informerMetrics(registry: Registry): InformerMetrics {
+  const cached = metricSets.get(registry);
+  if (cached !== undefined) return cached;
+  const live = new Set<LiveInformer>();
+  const set: InformerMetrics = {
+    lastEvent: getOrCreateGauge(registry, {
+      name: 'berth_informer_last_event_seconds',
+      help: 'Seconds since the informer last received anything from the API server (list, event or bookmark).',
+      labelNames: ['informer'],
+      collect() {
+        for (const informer of live) this.set({ informer: informer.name }, informer.secondsSinceLastEvent());
+      },
+    }),
+    restarts: getOrCreateCounter(registry, {
+      name: 'berth_informer_watch_restarts_total',
+      help: 'Watch restarts by reason: gone (410, relist), error, inactivity (silent stream replaced), closed.',
+      labelNames: ['informer', 'reason'],
+    }),
+    handlerErrors: getOrCreateCounter(registry, {
+      name: 'berth_informer_handler_errors_total',
+      help: 'Event handler invocations that threw or rejected (the informer carried on).',
+      labelNames: ['informer'],
+    }),
+    live,
+  };
+  metricSets.set(registry, set);
+  return set;
+}

@@ -1,0 +1,669 @@
+// Leader election on a coordination.k8s.io/v1 Lease with client-go's algorithm
+// (k8s.io/client-go/tools/leaderelection): create the Lease if absent, otherwise update it with the
+// observed resourceVersion (a 409 means another candidate won the race); a candidate takes over only
+// when the record has not changed for leaseDurationSeconds of its *own* clock since it last saw it
+// change, so clock skew between replicas does not matter; the leader renews every retry period and
+// gives up when it cannot renew within the renew deadline.
+//
+// Deliberate differences from client-go, each on the safe side:
+//  - the renew deadline runs from the moment the last successful renewal was *sent*, not from the start
+//    of the current retry cycle, so the leader always steps down before any candidate can take over;
+//  - a leader that sees another holder in the Lease steps down at once instead of retrying until the
+//    deadline;
+//  - a waiting candidate wakes up when the observed record expires instead of up to a jittered retry
+//    period later, and a fractional lease duration is rounded *up* to whole seconds in the Lease;
+//  - release re-checks that the Lease is still ours before clearing it.
+import { hostname } from 'node:os';
+import {
+  type ConfigurationOptions,
+  CoordinationV1Api,
+  type KubeConfig,
+  Observable,
+  type RequestContext,
+  type ResponseContext,
+  type V1Lease,
+  type V1LeaseSpec,
+  type V1MicroTime,
+} from '@kubernetes/client-node';
+import type { Counter, Gauge, Registry } from 'prom-client';
+import type { Logger } from '../observability/logger.ts';
+import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
+import { describeError, isConflict, isNotFound } from './client.ts';
+import { type Clock, realClock } from './clock.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Defaults (Kubernetes component-base / controller-runtime)
+
+export const DEFAULT_LEASE_DURATION_MS = 15_000;
+export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
+export const DEFAULT_RETRY_PERIOD_MS = 2_000;
+/** client-go's JitterFactor: a candidate waits retryPeriod * (1 + rand * 1.2) between attempts. */
+export const JITTER_FACTOR = 1.2;
+
+export interface LeaderTimings {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/** client-go's NewLeaderElector checks; returns the first problem, or undefined when valid. */
+export function validateLeaderTimings(t: LeaderTimings): string | undefined {
+  if (!(t.retryPeriodMs > 0)) return 'retry period must be greater than zero';
+  if (!(t.renewDeadlineMs > 0)) return 'renew deadline must be greater than zero';
+  if (!(t.leaseDurationMs > t.renewDeadlineMs))
+    return 'lease duration must be greater than the renew deadline';
+  if (!(t.renewDeadlineMs > JITTER_FACTOR * t.retryPeriodMs)) {
+    return `renew deadline must be greater than retry period * ${JITTER_FACTOR}`;
+  }
+  return undefined;
+}
+
+/** `os.hostname() + "_" + random UUID`, as controller-runtime builds its leader election identity. */
+export function defaultIdentity(): string {
+  return `${hostname()}_${crypto.randomUUID()}`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pure part: the record, MicroTime, observation and the decision
+
+/** client-go's LeaderElectionRecord, as stored in a Lease's spec. Times are MicroTime strings. */
+export interface LeaderElectionRecord {
+  /** Empty when nobody holds the Lease (after a release). */
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  acquireTime: string | undefined;
+  renewTime: string | undefined;
+  leaseTransitions: number;
+}
+
+/**
+ * RFC 3339 with exactly six fractional digits, the only form the API server accepts for MicroTime
+ * (`acquireTime`, `renewTime`, events' `eventTime`): a plain Date gives three and is rejected with 400.
+ */
+export function formatMicroTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/Z$/, '000Z');
+}
+
+/** Whole seconds stored in the Lease; rounded up so no candidate ever waits less than configured. */
+export function leaseDurationSeconds(leaseDurationMs: number): number {
+  return Math.max(1, Math.ceil(leaseDurationMs / 1000));
+}
+
+export function recordFromLease(lease: V1Lease): LeaderElectionRecord {
+  const spec = lease.spec ?? {};
+  return {
+    holderIdentity: spec.holderIdentity ?? '',
+    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+    // Read back they are strings (client-node has no V1MicroTime deserializer); keep them verbatim.
+    acquireTime: timeText(spec.acquireTime),
+    renewTime: timeText(spec.renewTime),
+    leaseTransitions: spec.leaseTransitions ?? 0,
+  };
+}
+
+function timeText(value: V1MicroTime | string | undefined): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  return typeof value === 'string' ? value : value.toISOString();
+}
+
+// client-node's serializer passes V1MicroTime values through untouched (it has no mapping for the type),
+// so a correctly formatted string is exactly what goes on the wire.
+const wireMicroTime = (text: string | undefined): V1MicroTime | undefined =>
+  text === undefined ? undefined : (text as unknown as V1MicroTime);
+
+export function leaseSpecFromRecord(record: LeaderElectionRecord): V1LeaseSpec {
+  return {
+    holderIdentity: record.holderIdentity,
+    leaseDurationSeconds: record.leaseDurationSeconds,
+    acquireTime: wireMicroTime(record.acquireTime),
+    renewTime: wireMicroTime(record.renewTime),
+    leaseTransitions: record.leaseTransitions,
+  };
+}
+
+export function sameRecord(a: LeaderElectionRecord, b: LeaderElectionRecord): boolean {
+  return (
+    a.holderIdentity === b.holderIdentity &&
+    a.leaseDurationSeconds === b.leaseDurationSeconds &&
+    a.acquireTime === b.acquireTime &&
+    a.renewTime === b.renewTime &&
+    a.leaseTransitions === b.leaseTransitions
+  );
+}
+
+/** The record as last seen, and the *local* time it was last seen to change. */
+export interface Observation {
+  record: LeaderElectionRecord;
+  observedAt: number;
+}
+
+/**
+ * Folds a freshly read record into the observation: the clock only restarts when the record changed.
+ * Remote timestamps are never compared with the local clock, which is what makes expiry skew-safe.
+ */
+export function observe(
+  prev: Observation | undefined,
+  record: LeaderElectionRecord,
+  now: number,
+): Observation {
+  if (prev !== undefined && sameRecord(prev.record, record)) return prev;
+  return { record, observedAt: now };
+}
+
+/** Local time at which the observed record expires for a candidate that sees no further change. */
+export function expiresAt(observation: Observation): number {
+  return observation.observedAt + observation.record.leaseDurationSeconds * 1000;
+}
+
+export function isLeaseValid(observation: Observation, now: number): boolean {
+  return expiresAt(observation) > now;
+}
+
+export type LeaderDecision =
+  /** No Lease yet: create it holding it. */
+  | { action: 'create'; record: LeaderElectionRecord }
+  /** We are the holder: write a renewed record (keeps acquireTime and leaseTransitions). */
+  | { action: 'renew'; record: LeaderElectionRecord }
+  /** Released or expired: take it over (leaseTransitions + 1). */
+  | { action: 'acquire'; record: LeaderElectionRecord }
+  /** Held by someone else whose record has not expired yet. */
+  | { action: 'wait'; holder: string; expiresAt: number };
+
+export interface DecideOptions {
+  leaseDurationMs: number;
+}
+
+/**
+ * client-go's tryAcquireOrRenew as a pure function of the last observation (undefined: the Lease does
+ * not exist), the local clock and our identity.
+ */
+export function decideLeader(
+  observation: undefined,
+  now: number,
+  identity: string,
+  opts: DecideOptions,
+): Extract<LeaderDecision, { action: 'create' }>;
+export function decideLeader(
+  observation: Observation | undefined,
+  now: number,
+  identity: string,
+  opts: DecideOptions,
+): LeaderDecision;
+export function decideLeader(
+  observation: Observation | undefined,
+  now: number,
+  identity: string,
+  opts: DecideOptions,
+): LeaderDecision {
+  const stamp = formatMicroTime(now);
+  const fresh: LeaderElectionRecord = {
+    holderIdentity: identity,
+    leaseDurationSeconds: leaseDurationSeconds(opts.leaseDurationMs),
+    acquireTime: stamp,
+    renewTime: stamp,
+    leaseTransitions: 0,
+  };
+  if (observation === undefined) return { action: 'create', record: fresh };
+  const old = observation.record;
+  if (old.holderIdentity === identity) {
+    return {
+      action: 'renew',
+      record: { ...fresh, acquireTime: old.acquireTime ?? stamp, leaseTransitions: old.leaseTransitions },
+    };
+  }
+  if (old.holderIdentity !== '' && isLeaseValid(observation, now)) {
+    return { action: 'wait', holder: old.holderIdentity, expiresAt: expiresAt(observation) };
+  }
+  return { action: 'acquire', record: { ...fresh, leaseTransitions: old.leaseTransitions + 1 } };
+}
+
+/** What client-go writes on release: no holder, a one-second lease, the transitions kept. */
+export function releasedRecord(old: LeaderElectionRecord, now: number): LeaderElectionRecord {
+  const stamp = formatMicroTime(now);
+  return {
+    holderIdentity: '',
+    leaseDurationSeconds: 1,
+    acquireTime: stamp,
+    renewTime: stamp,
+    leaseTransitions: old.leaseTransitions,
+  };
+}
+
+/** The leader must step down once this instant passes without a successful renewal. */
+export function renewDeadlineAt(lastRenewSentAt: number, renewDeadlineMs: number): number {
+  return lastRenewSentAt + renewDeadlineMs;
+}
+
+/** How long a candidate sleeps before its next attempt: the jittered retry period, or until expiry. */
+export function nextAttemptDelay(
+  decision: LeaderDecision | undefined,
+  now: number,
+  retryPeriodMs: number,
+  random: number,
+  jitterFactor = JITTER_FACTOR,
+): number {
+  const jittered = retryPeriodMs * (1 + random * jitterFactor);
+  if (decision?.action !== 'wait') return jittered;
+  // +1 ms: expiry is strict (observedAt + duration must be *before* now).
+  return Math.max(1, Math.min(jittered, decision.expiresAt - now + 1));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The Lease API (an interface, so the loop can be driven by a fake in unit tests)
+
+export interface LeaseClient {
+  /** undefined when the Lease does not exist. */
+  get(namespace: string, name: string, signal: AbortSignal): Promise<V1Lease | undefined>;
+  create(namespace: string, lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
+  /** PUT carrying `lease.metadata.resourceVersion`: rejects with a 409 when it is stale. */
+  replace(namespace: string, name: string, lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
+}
+
+// A per-request middleware handing the AbortSignal to fetch, so a request cut by the renew deadline
+// is really aborted. (Per-request options take client-node's observable-style middleware.)
+function abortable(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+export const LEASE_FIELD_MANAGER = 'berth-operator';
+
+export function kubeLeaseClient(kc: KubeConfig): LeaseClient {
+  const api = kc.makeApiClient(CoordinationV1Api);
+  return {
+    async get(namespace, name, signal) {
+      try {
+        return await api.readNamespacedLease({ name, namespace }, abortable(signal));
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
+    create: (namespace, body, signal) =>
+      api.createNamespacedLease({ namespace, body, fieldManager: LEASE_FIELD_MANAGER }, abortable(signal)),
+    replace: (namespace, name, body, signal) =>
+      api.replaceNamespacedLease(
+        { name, namespace, body, fieldManager: LEASE_FIELD_MANAGER },
+        abortable(signal),
+      ),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The elector: I/O and timing around the pure decision
+
+export interface LeaderElectorOptions extends LeaderTimings {
+  client: LeaseClient;
+  namespace: string;
+  /** Lease name (`--leader-election-id`), also the `name` label of the metrics. */
+  name: string;
+  identity?: string;
+  /** Clear the Lease when `run` is cancelled while leading, so a successor need not wait. */
+  releaseOnCancel: boolean;
+  clock?: Clock;
+  logger?: Logger;
+  registry?: Registry;
+  /** Uniform [0, 1) source for the retry jitter; Math.random by default. */
+  random?: () => number;
+  /** Labels set on the Lease when this elector creates it. */
+  labels?: Record<string, string>;
+}
+
+export interface StoppedLeading {
+  /** True when leadership was lost (renewal failed or someone else holds the Lease), not given up. */
+  lost: boolean;
+  /** True when the Lease was cleared for a successor. */
+  released: boolean;
+}
+
+export interface LeaderCallbacks {
+  /** Called once when this elector becomes leader; `signal` aborts when it stops leading. */
+  onStartedLeading?(signal: AbortSignal): void;
+  /** Called once after leading ends (lost, or cancelled and possibly released). Not called if never leader. */
+  onStoppedLeading?(info: StoppedLeading): void;
+  /** Called when the observed holder changes (including the first one seen, and '' after a release). */
+  onNewLeader?(identity: string): void;
+}
+
+export interface LeaderRunResult {
+  led: boolean;
+  lost: boolean;
+  released: boolean;
+}
+
+class RequestTimeout extends Error {
+  constructor(ms: number) {
+    super(`lease request timed out after ${Math.round(ms)}ms`);
+    this.name = 'RequestTimeout';
+  }
+}
+
+type AttemptResult = { ok: true } | { ok: false; decision?: LeaderDecision; error?: unknown };
+
+export class LeaderElector {
+  readonly identity: string;
+  readonly #o: LeaderElectorOptions;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #log: Logger | undefined;
+  readonly #status: Gauge<'name'> | undefined;
+  readonly #slowpath: Counter<'name'> | undefined;
+  #observation: Observation | undefined;
+  /** The Lease as last read or written by us: its resourceVersion guards the optimistic renewal. */
+  #lease: V1Lease | undefined;
+  #leading = false;
+  #reportedLeader: string | undefined;
+  #running = false;
+
+  constructor(options: LeaderElectorOptions) {
+    const problem = validateLeaderTimings(options);
+    if (problem !== undefined) throw new Error(`leader election: ${problem}`);
+    this.#o = options;
+    this.identity = options.identity ?? defaultIdentity();
+    this.#clock = options.clock ?? realClock;
+    this.#random = options.random ?? Math.random;
+    this.#log = options.logger?.child({
+      lease: `${options.namespace}/${options.name}`,
+      identity: this.identity,
+    });
+    if (options.registry !== undefined) {
+      this.#status = getOrCreateGauge(options.registry, {
+        name: 'leader_election_master_status',
+        help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        labelNames: ['name'],
+      });
+      this.#slowpath = getOrCreateCounter(options.registry, {
+        name: 'leader_election_slowpath_total',
+        help: "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease.",
+        labelNames: ['name'],
+      });
+      this.#status.set({ name: options.name }, 0);
+    }
+  }
+
+  /** True from winning the election until leadership is lost or given up. */
+  isLeader(): boolean {
+    return this.#leading;
+  }
+
+  /** Holder identity last observed ('' when released, undefined before the first read). */
+  getLeader(): string | undefined {
+    return this.#observation?.record.holderIdentity;
+  }
+
+  /**
+   * Campaigns until leader, then renews until `signal` aborts (release if configured) or leadership is
+   * lost. Resolves when it is over; never rejects. One run per elector.
+   */
+  async run(signal: AbortSignal, callbacks: LeaderCallbacks = {}): Promise<LeaderRunResult> {
+    if (this.#running) throw new Error('leader elector is already running');
+    this.#running = true;
+    const result: LeaderRunResult = { led: false, lost: false, released: false };
+    const acquiredAt = await this.#acquire(signal, callbacks);
+    if (acquiredAt === undefined) return result;
+    result.led = true;
+    const term = new AbortController();
+    this.#setLeading(true);
+    this.#log?.info('successfully acquired lease');
+    safely(() => callbacks.onStartedLeading?.(term.signal), this.#log, 'onStartedLeading');
+
+    result.lost = await this.#renew(signal, acquiredAt, callbacks);
+    this.#setLeading(false);
+    term.abort(new Error(result.lost ? 'leader election lost' : 'leader election stopped'));
+    if (result.lost) {
+      this.#log?.error('leader election lost');
+    } else if (this.#o.releaseOnCancel) {
+      result.released = await this.#release();
+    }
+    safely(
+      () => callbacks.onStoppedLeading?.({ lost: result.lost, released: result.released }),
+      this.#log,
+      'onStoppedLeading',
+    );
+    return result;
+  }
+
+  /** Resolves with the send time of the winning attempt, or undefined when cancelled first. */
+  async #acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<number | undefined> {
+    this.#log?.info('attempting to acquire leader lease');
+    while (!signal.aborted) {
+      const sentAt = this.#clock.now();
+      const attempt = await this.#tryAcquireOrRenew(this.#o.renewDeadlineMs, false);
+      this.#reportTransition(callbacks);
+      if (attempt.ok) {
+        if (!signal.aborted) return sentAt;
+        // Won just as we were cancelled: hand it straight back rather than leave it to expire.
+        if (this.#o.releaseOnCancel) await this.#release();
+        return undefined;
+      }
+      const delay = nextAttemptDelay(
+        attempt.decision,
+        this.#clock.now(),
+        this.#o.retryPeriodMs,
+        this.#random(),
+      );
+      if (!(await this.#sleep(delay, signal))) return undefined;
+    }
+    return undefined;
+  }
+
+  /** Renews every retry period until cancelled (false) or leadership is lost (true). */
+  async #renew(signal: AbortSignal, acquiredAt: number, callbacks: LeaderCallbacks): Promise<boolean> {
+    let lastSentAt = acquiredAt;
+    for (;;) {
+      if (!(await this.#sleep(this.#o.retryPeriodMs, signal))) return false;
+      const deadline = renewDeadlineAt(lastSentAt, this.#o.renewDeadlineMs);
+      for (;;) {
+        const sentAt = this.#clock.now();
+        if (sentAt >= deadline) {
+          this.#log?.error(
+            { renewDeadlineMs: this.#o.renewDeadlineMs },
+            'failed to renew lease within the renew deadline',
+          );
+          return true;
+        }
+        const attempt = await this.#tryAcquireOrRenew(deadline - sentAt, true);
+        this.#reportTransition(callbacks);
+        if (attempt.ok) {
+          lastSentAt = sentAt;
+          break;
+        }
+        if (attempt.decision !== undefined && attempt.decision.action !== 'renew') {
+          // Someone else holds (or cleared) the Lease: we are no longer leader, whatever the deadline says.
+          this.#log?.error({ holder: this.getLeader() }, 'lease is no longer held by this candidate');
+          return true;
+        }
+        if (signal.aborted) return false;
+        const wait = Math.min(this.#o.retryPeriodMs, deadline - this.#clock.now());
+        if (wait > 0 && !(await this.#sleep(wait, signal))) return false;
+      }
+    }
+  }
+
+  /** One round of client-go's tryAcquireOrRenew; `renewOnly` never takes over a Lease we do not hold. */
+  async #tryAcquireOrRenew(timeoutMs: number, renewOnly: boolean): Promise<AttemptResult> {
+    const ns = this.#o.namespace;
+    const name = this.#o.name;
+    const opts = { leaseDurationMs: this.#o.leaseDurationMs };
+    const startedAt = this.#clock.now();
+    const remaining = (): number => timeoutMs - (this.#clock.now() - startedAt);
+
+    // 1. Fast path: the leader updates optimistically, assuming its last write is the current version.
+    const cached = this.#observation;
+    if (
+      cached !== undefined &&
+      this.#lease !== undefined &&
+      this.#leading &&
+      isLeaseValid(cached, startedAt)
+    ) {
+      const decision = decideLeader(cached, startedAt, this.identity, opts);
+      if (decision.action === 'renew') {
+        try {
+          const written = await this.#call(remaining(), (s) =>
+            this.#o.client.replace(ns, name, this.#withRecord(decision.record), s),
+          );
+          this.#wrote(written);
+          return { ok: true };
+        } catch (err) {
+          this.#log?.debug(
+            { err: describeError(err) },
+            'optimistic lease renewal failed, falling back to slow path',
+          );
+          this.#slowpath?.inc({ name });
+        }
+      }
+    }
+
+    // 2. Read the Lease, or create it.
+    let current: V1Lease | undefined;
+    try {
+      current = await this.#call(remaining(), (s) => this.#o.client.get(ns, name, s));
+    } catch (err) {
+      this.#log?.warn({ err: describeError(err) }, 'error retrieving leader election lease');
+      return { ok: false, error: err };
+    }
+    const now = this.#clock.now();
+    if (current === undefined) {
+      const decision = decideLeader(undefined, now, this.identity, opts);
+      // A leader whose Lease was deleted has lost it: re-creating it would hide the gap.
+      if (renewOnly) return { ok: false, decision };
+      const body: V1Lease = {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name, namespace: ns, ...(this.#o.labels ? { labels: this.#o.labels } : {}) },
+        spec: leaseSpecFromRecord(decision.record),
+      };
+      try {
+        this.#wrote(await this.#call(remaining(), (s) => this.#o.client.create(ns, body, s)));
+        return { ok: true };
+      } catch (err) {
+        this.#log?.warn({ err: describeError(err) }, 'error initially creating leader election lease');
+        return { ok: false, error: err };
+      }
+    }
+
+    // 3. Judge the record by when we saw it change, then renew, wait or take over.
+    this.#lease = current;
+    this.#observation = observe(this.#observation, recordFromLease(current), now);
+    const decision = decideLeader(this.#observation, now, this.identity, opts);
+    if (decision.action === 'wait') return { ok: false, decision };
+    if (renewOnly && decision.action !== 'renew') return { ok: false, decision };
+    if (decision.action === 'renew') this.#slowpath?.inc({ name });
+    try {
+      this.#wrote(
+        await this.#call(remaining(), (s) =>
+          this.#o.client.replace(ns, name, this.#withRecord(decision.record), s),
+        ),
+      );
+      return { ok: true };
+    } catch (err) {
+      if (isConflict(err)) this.#log?.debug('lost the race to update the lease (409 Conflict)');
+      else this.#log?.warn({ err: describeError(err) }, 'failed to update leader election lease');
+      return { ok: false, decision, error: err };
+    }
+  }
+
+  async #release(): Promise<boolean> {
+    const ns = this.#o.namespace;
+    const name = this.#o.name;
+    const startedAt = this.#clock.now();
+    const remaining = (): number => this.#o.renewDeadlineMs - (this.#clock.now() - startedAt);
+    // Two tries: with our last written version first, then (after a 409) with a fresh read.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        if (attempt > 0 || this.#lease === undefined) {
+          const fresh = await this.#call(remaining(), (s) => this.#o.client.get(ns, name, s));
+          if (fresh === undefined) return false;
+          this.#lease = fresh;
+        }
+        const record = recordFromLease(this.#lease);
+        if (record.holderIdentity !== this.identity) {
+          this.#log?.info({ holder: record.holderIdentity }, 'lease is no longer ours; nothing to release');
+          return false;
+        }
+        const written = await this.#call(remaining(), (s) =>
+          this.#o.client.replace(ns, name, this.#withRecord(releasedRecord(record, this.#clock.now())), s),
+        );
+        this.#wrote(written);
+        this.#log?.info('released leader election lease');
+        return true;
+      } catch (err) {
+        if (isConflict(err) && attempt === 0) continue;
+        this.#log?.error({ err: describeError(err) }, 'failed to release leader election lease');
+        return false;
+      }
+    }
+    return false;
+  }
+
+  #withRecord(record: LeaderElectionRecord): V1Lease {
+    const base = this.#lease ?? {};
+    return { ...base, spec: { ...base.spec, ...leaseSpecFromRecord(record) } };
+  }
+
+  #wrote(lease: V1Lease): void {
+    this.#lease = lease;
+    this.#observation = { record: recordFromLease(lease), observedAt: this.#clock.now() };
+  }
+
+  #setLeading(leading: boolean): void {
+    this.#leading = leading;
+    this.#status?.set({ name: this.#o.name }, leading ? 1 : 0);
+  }
+
+  #reportTransition(callbacks: LeaderCallbacks): void {
+    const holder = this.#observation?.record.holderIdentity;
+    if (holder === undefined || holder === this.#reportedLeader) return;
+    this.#reportedLeader = holder;
+    if (holder !== this.identity)
+      this.#log?.info({ holder }, holder === '' ? 'lease released by its holder' : 'new leader observed');
+    safely(() => callbacks.onNewLeader?.(holder), this.#log, 'onNewLeader');
+  }
+
+  /** Runs one API call with its own abort signal, aborted after `ms` on the elector's clock. */
+  async #call<T>(ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    if (!(ms > 0)) throw new RequestTimeout(0);
+    const controller = new AbortController();
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = this.#clock.setTimeout(() => {
+        const err = new RequestTimeout(ms);
+        controller.abort(err);
+        reject(err);
+      }, ms);
+    });
+    try {
+      return await Promise.race([fn(controller.signal), timeout]);
+    } finally {
+      timer?.cancel();
+    }
+  }
+
+  /** Sleeps on the elector's clock; false when `signal` aborted first. */
+  async #sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.#clock.sleep(ms, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+function safely(fn: () => void, log: Logger | undefined, what: string): void {
+  try {
+    fn();
+  } catch (err) {
+    log?.error({ err }, `${what} callback threw`);
+  }
+}

@@ -1,0 +1,143 @@
+// `berth-operator run`: the operator process. Validates the flags once, then builds the manager (health
+// and metrics server, leader election, and — as later issues add them — the certificate provider,
+// admission server, informers and controllers) and runs it until SIGTERM/SIGINT or lost leadership.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { CommandSpec, FlagValues } from './cli.ts';
+import { UsageError } from './cli.ts';
+import { parseRunConfig, RUN_FLAG_SPECS, type RunConfig, resolveOperatorNamespace } from './config.ts';
+import { loadKubeConfig } from './kube/client.ts';
+import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
+import { Manager } from './kube/manager.ts';
+import { createLogger, type Logger } from './observability/logger.ts';
+import { createRegistry } from './observability/metrics.ts';
+
+export const runCommand: CommandSpec = {
+  name: 'run',
+  summary: 'Run the operator against the cluster of the kubeconfig (or in-cluster) until SIGTERM/SIGINT.',
+  flags: RUN_FLAG_SPECS,
+};
+
+const PROGRAM = 'berth-operator';
+
+export interface Operator {
+  manager: Manager;
+  logger: Logger;
+}
+
+export interface OperatorDeps {
+  kubeConfig: KubeConfig;
+  /** The resolved operator namespace. */
+  namespace: string;
+  logger: Logger;
+}
+
+/** Builds the manager for a validated configuration. Later issues register their runnables here. */
+export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
+  const { logger } = deps;
+  const registry = createRegistry();
+  const elector = config.leaderElect
+    ? new LeaderElector({
+        client: kubeLeaseClient(deps.kubeConfig),
+        namespace: config.leaderElectionNamespace || deps.namespace,
+        name: config.leaderElectionId,
+        identity: defaultIdentity(),
+        leaseDurationMs: config.leaderElectionLeaseDuration,
+        renewDeadlineMs: config.leaderElectionRenewDeadline,
+        retryPeriodMs: config.leaderElectionRetryPeriod,
+        releaseOnCancel: config.leaderElectionReleaseOnCancel,
+        logger,
+        registry,
+      })
+    : undefined;
+  const manager = new Manager({
+    logger,
+    registry,
+    healthProbeBindAddress: config.healthProbeBindAddress,
+    metricsBindAddress: config.metricsBindAddress,
+    gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
+    drainWindowMs: config.drainWindow,
+    ...(elector ? { elector } : {}),
+  });
+  return { manager, logger };
+}
+
+export interface RunIO {
+  stderr: NodeJS.WritableStream;
+  env: NodeJS.ProcessEnv;
+  /** Where SIGTERM/SIGINT come from. */
+  signals: Pick<NodeJS.Process, 'on' | 'off'>;
+  /** Ends the process (second signal; a stray handle keeping it alive after the manager stopped). */
+  exit: (code: number) => void;
+}
+
+const defaultIO = (): RunIO => ({
+  stderr: process.stderr,
+  env: process.env,
+  signals: process,
+  exit: (code) => process.exit(code),
+});
+
+/**
+ * The `run` subcommand: process-level (signal handlers, exit). To embed the operator in another
+ * process, use buildOperator and run the manager directly.
+ */
+export async function runOperator(flags: FlagValues, io: RunIO = defaultIO()): Promise<number> {
+  let config: RunConfig;
+  let namespace: string;
+  try {
+    config = parseRunConfig(flags);
+    namespace = await resolveOperatorNamespace(config.namespace);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr.write(`${PROGRAM}: ${err.message}\n`);
+    return 2;
+  }
+  let kubeConfig: KubeConfig;
+  try {
+    // The flag already holds KUBECONFIG when not given (the flag table maps it), so hand it over as
+    // KUBECONFIG: a path list is then merged like kubectl does; empty means in-cluster, then ~/.kube/config.
+    kubeConfig = loadKubeConfig({ env: { ...io.env, KUBECONFIG: config.kubeconfig } }).kc;
+  } catch (err) {
+    io.stderr.write(
+      `${PROGRAM}: run: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}\n`,
+    );
+    return 1;
+  }
+  const logger = createLogger({ level: config.logLevel, name: PROGRAM });
+  const { manager } = buildOperator(config, { kubeConfig, namespace, logger });
+  logger.info(
+    {
+      namespace,
+      leaderElect: config.leaderElect,
+      leaderElectionId: config.leaderElect ? config.leaderElectionId : undefined,
+      cluster: kubeConfig.getCurrentCluster()?.server,
+    },
+    'starting berth-operator',
+  );
+
+  let signalled = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signalled++;
+    if (signalled > 1) {
+      // As controller-runtime's signal handler: a second signal means "now".
+      logger.warn({ signal }, 'second signal received, exiting immediately');
+      io.exit(1);
+      return;
+    }
+    logger.info({ signal }, 'signal received, shutting down');
+    manager.stop(`received ${signal}`);
+  };
+  io.signals.on('SIGTERM', onSignal);
+  io.signals.on('SIGINT', onSignal);
+  try {
+    const result = await manager.run();
+    const log = result.exitCode === 0 ? logger.info.bind(logger) : logger.error.bind(logger);
+    log({ exitCode: result.exitCode, reason: result.reason }, 'berth-operator stopped');
+    // Everything is closed; should a stray handle (a keep-alive socket) linger, do not wait for it.
+    setTimeout(() => io.exit(result.exitCode), 1_000).unref();
+    return result.exitCode;
+  } finally {
+    io.signals.off('SIGTERM', onSignal);
+    io.signals.off('SIGINT', onSignal);
+  }
+}

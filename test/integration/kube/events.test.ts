@@ -1,0 +1,127 @@
+// The events.k8s.io/v1 recorder against the sandbox: wire format of eventTime and series, and
+// de-duplication of repeats into one Event.
+import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeTransport, readJson } from '../../../src/kube/client.ts';
+import { EventRecorder, eventSinkFor, isMicroTime } from '../../../src/kube/events.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+
+let t: TestSandbox;
+let core: CoreV1Api;
+let transport: KubeTransport;
+
+beforeAll(async () => {
+  t = await startTestSandbox();
+  core = t.kc.makeApiClient(CoreV1Api);
+  transport = new KubeTransport(t.kc);
+});
+afterAll(async () => {
+  await transport.close();
+  await t.stop();
+});
+
+interface WireEvent {
+  metadata: { name: string; namespace: string };
+  eventTime: string;
+  series?: { count: number; lastObservedTime: string };
+  reportingController: string;
+  reportingInstance: string;
+  regarding: { kind: string; name: string; namespace: string; uid: string };
+  reason: string;
+  action: string;
+  type: string;
+  note?: string;
+}
+
+/** Events as the server stores them, read raw so nothing is re-serialised on the way. */
+async function events(namespace: string): Promise<WireEvent[]> {
+  const res = await transport.request({ path: `/apis/events.k8s.io/v1/namespaces/${namespace}/events` });
+  return (await readJson<{ items: WireEvent[] }>(res)).items;
+}
+
+function recorder(): { rec: EventRecorder; lines: string[] } {
+  const lines: string[] = [];
+  const rec = new EventRecorder({
+    sink: eventSinkFor(t.kc),
+    reportingController: 'berth.skaphos.io/berth-operator',
+    reportingInstance: 'replica-0',
+    logger: createLogger({ level: 'debug', destination: { write: (l: string) => void lines.push(l) } }),
+  });
+  return { rec, lines };
+}
+
+describe('EventRecorder against the sandbox', () => {
+  it('creates an Event with a six-digit MicroTime eventTime and the reporting fields', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'ev1' } } });
+    const cm: V1ConfigMap = await core.createNamespacedConfigMap({
+      namespace: 'ev1',
+      body: { metadata: { name: 'target' } },
+    });
+    const { rec, lines } = recorder();
+    await rec.record(
+      { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
+      { type: 'Normal', reason: 'Started', action: 'StartWorkload', note: 'lease acquired' },
+    );
+    const [event, ...rest] = await events('ev1');
+    expect(rest).toEqual([]);
+    expect(lines.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+    expect(isMicroTime(event?.eventTime)).toBe(true);
+    expect(event).toMatchObject({
+      reportingController: 'berth.skaphos.io/berth-operator',
+      reportingInstance: 'replica-0',
+      regarding: { kind: 'ConfigMap', name: 'target', namespace: 'ev1', uid: cm.metadata?.uid },
+      reason: 'Started',
+      action: 'StartWorkload',
+      type: 'Normal',
+      note: 'lease acquired',
+    });
+    expect(event?.series).toBeUndefined();
+  });
+
+  it('deduplicates repeats into one Event with series.count and a MicroTime lastObservedTime', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'ev2' } } });
+    const cm = await core.createNamespacedConfigMap({
+      namespace: 'ev2',
+      body: { metadata: { name: 'target' } },
+    });
+    const target = { ...cm, apiVersion: 'v1', kind: 'ConfigMap' };
+    const { rec } = recorder();
+    for (let i = 0; i < 3; i++) await rec.warning(target, 'ReconcileFailed', 'Reconcile', `attempt ${i}`);
+    // A burst without awaiting each one still ends with the right count.
+    await Promise.all(Array.from({ length: 7 }, () => rec.warning(target, 'ReconcileFailed', 'Reconcile')));
+    await rec.normal(target, 'Reconciled', 'Reconcile');
+    await rec.flush();
+    const list = await events('ev2');
+    expect(list).toHaveLength(2);
+    const failed = list.find((e) => e.reason === 'ReconcileFailed');
+    expect(failed?.series?.count).toBe(10);
+    expect(isMicroTime(failed?.series?.lastObservedTime)).toBe(true);
+    expect(isMicroTime(failed?.eventTime)).toBe(true);
+    expect(failed?.note).toBe('attempt 0');
+    expect(list.find((e) => e.reason === 'Reconciled')?.series).toBeUndefined();
+  });
+
+  it('puts events about cluster-scoped objects in the default namespace and survives API failures', async () => {
+    const { rec, lines } = recorder();
+    const ns = await core.readNamespace({ name: 'kube-public' });
+    await rec.normal({ ...ns, apiVersion: 'v1', kind: 'Namespace' }, 'Checked', 'Check');
+    expect((await events('default')).some((e) => e.regarding.name === 'kube-public')).toBe(true);
+
+    const fault = t.sandbox.faults.inject({
+      verbs: ['create'],
+      group: 'events.k8s.io',
+      resource: 'events',
+      status: 403,
+    });
+    try {
+      await expect(
+        rec.warning({ ...ns, apiVersion: 'v1', kind: 'Namespace' }, 'Denied', 'Check'),
+      ).resolves.toBeUndefined();
+    } finally {
+      fault.remove();
+    }
+    expect(fault.hits()).toBe(1);
+    expect(lines.some((l) => l.includes('giving up') && l.includes('403'))).toBe(true);
+  });
+});

@@ -1,0 +1,299 @@
+// The informer against the sandbox API server: it must end up with exactly what a fresh list returns
+// after dropped watches, forced compaction (410), injected 500s and a silent stream.
+import { CoreV1Api, type KubernetesObject, type V1ConfigMap, type V1Pod } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { KubeTransport, mergePatchOptions } from '../../../src/kube/client.ts';
+import { Informer, type InformerOptions, objectKey } from '../../../src/kube/informer.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+
+let t: TestSandbox;
+let core: CoreV1Api;
+let transport: KubeTransport;
+const informers: Informer<KubernetesObject>[] = [];
+
+beforeAll(async () => {
+  t = await startTestSandbox({ bookmarkIntervalMs: 200 });
+  core = t.kc.makeApiClient(CoreV1Api);
+  transport = new KubeTransport(t.kc);
+});
+afterEach(async () => {
+  t.sandbox.faults.clear();
+  await Promise.all(informers.splice(0).map((i) => i.stop()));
+});
+afterAll(async () => {
+  await transport.close();
+  await t.stop();
+});
+
+let nsCounter = 0;
+async function namespace(): Promise<string> {
+  const name = `inf-${++nsCounter}`;
+  await core.createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+function configMapInformer(
+  ns: string,
+  options: Partial<InformerOptions<V1ConfigMap>> = {},
+): { informer: Informer<V1ConfigMap>; log: string[] } {
+  const log: string[] = [];
+  const informer = new Informer<V1ConfigMap>({
+    name: `cm-${ns}`,
+    transport,
+    resource: { version: 'v1', plural: 'configmaps', namespace: ns },
+    backoff: { initialMs: 50, maxMs: 400 },
+    ...options,
+  });
+  informer.addEventHandler({
+    onAdd: (o) => void log.push(`add ${o.metadata?.name}`),
+    onUpdate: (_, o) => void log.push(`update ${o.metadata?.name}`),
+    onDelete: (o, unknown) => void log.push(`delete ${o.metadata?.name}${unknown ? ' (relist)' : ''}`),
+  });
+  informers.push(informer as Informer<KubernetesObject>);
+  return { informer, log };
+}
+
+/** name -> resourceVersion of what the server holds now. */
+async function freshList(ns: string, labelSelector?: string): Promise<Record<string, string>> {
+  const list = await core.listNamespacedConfigMap({
+    namespace: ns,
+    ...(labelSelector ? { labelSelector } : {}),
+  });
+  return Object.fromEntries(
+    list.items.map((o) => [o.metadata?.name ?? '', o.metadata?.resourceVersion ?? '']),
+  );
+}
+
+function cached(informer: Informer<V1ConfigMap>): Record<string, string> {
+  return Object.fromEntries(
+    informer.list().map((o) => [o.metadata?.name ?? '', o.metadata?.resourceVersion ?? '']),
+  );
+}
+
+async function expectCacheMatchesServer(informer: Informer<V1ConfigMap>, ns: string, labelSelector?: string) {
+  const want = await freshList(ns, labelSelector);
+  await eventually(() => expect(cached(informer)).toEqual(want), { timeoutMs: 15_000 });
+}
+
+const cm = (
+  name: string,
+  data: Record<string, string> = {},
+  labels: Record<string, string> = {},
+): V1ConfigMap => ({
+  metadata: { name, labels },
+  data,
+});
+
+describe('Informer against the sandbox', () => {
+  it('survives dropped watches without missing a change', async () => {
+    const ns = await namespace();
+    await core.createNamespacedConfigMap({ namespace: ns, body: cm('a') });
+    const { informer } = configMapInformer(ns);
+    informer.start();
+    await informer.waitForSync();
+    for (let round = 0; round < 5; round++) {
+      await eventually(() => t.sandbox.faults.activeWatches({ resource: 'configmaps', namespace: ns }) === 1);
+      expect(t.sandbox.faults.dropWatches({ resource: 'configmaps', namespace: ns })).toBe(1);
+      // Changes made while the informer is reconnecting.
+      await core.createNamespacedConfigMap({ namespace: ns, body: cm(`c${round}`) });
+      await core.patchNamespacedConfigMap(
+        { namespace: ns, name: 'a', body: { data: { round: String(round) } } },
+        mergePatchOptions(),
+      );
+      if (round > 0) await core.deleteNamespacedConfigMap({ namespace: ns, name: `c${round - 1}` });
+    }
+    await expectCacheMatchesServer(informer, ns);
+    expect(informer.get(`${ns}/a`)?.data).toEqual({ round: '4' });
+  });
+
+  it('relists after a forced compaction (410), emitting deletes for objects removed meanwhile', async () => {
+    const ns = await namespace();
+    for (const name of ['keep', 'change', 'vanish'])
+      await core.createNamespacedConfigMap({ namespace: ns, body: cm(name) });
+    const registry = new Registry();
+    const { informer, log } = configMapInformer(ns, { registry });
+    informer.start();
+    await informer.waitForSync();
+    await eventually(() => t.sandbox.faults.activeWatches({ resource: 'configmaps', namespace: ns }) === 1);
+    // The informer misses these changes, then its resourceVersion is compacted away.
+    const undo = t.sandbox.faults.silenceWatches({ resource: 'configmaps', namespace: ns });
+    await core.deleteNamespacedConfigMap({ namespace: ns, name: 'vanish' });
+    await core.patchNamespacedConfigMap(
+      { namespace: ns, name: 'change', body: { data: { v: '2' } } },
+      mergePatchOptions(),
+    );
+    await core.createNamespacedConfigMap({ namespace: ns, body: cm('new') });
+    t.sandbox.faults.compact();
+    t.sandbox.faults.dropWatches({ resource: 'configmaps', namespace: ns });
+    undo();
+    await expectCacheMatchesServer(informer, ns);
+    expect(log).toContain('delete vanish (relist)');
+    expect(log).toContain('update change');
+    expect(log).toContain('add new');
+    expect(await registry.getSingleMetricAsString('berth_informer_watch_restarts_total')).toMatch(
+      /berth_informer_watch_restarts_total\{informer="cm-inf-\d+",reason="gone"\} [1-9]/,
+    );
+  });
+
+  it('survives 500s on list and watch', async () => {
+    const ns = await namespace();
+    await core.createNamespacedConfigMap({ namespace: ns, body: cm('a') });
+    const listFault = t.sandbox.faults.inject({
+      verbs: ['list'],
+      resource: 'configmaps',
+      namespace: ns,
+      status: 500,
+      times: 3,
+    });
+    const { informer } = configMapInformer(ns);
+    informer.start();
+    await informer.waitForSync();
+    expect(listFault.hits()).toBe(3);
+    await eventually(() => t.sandbox.faults.activeWatches({ resource: 'configmaps', namespace: ns }) === 1);
+
+    const watchFault = t.sandbox.faults.inject({
+      verbs: ['watch'],
+      resource: 'configmaps',
+      namespace: ns,
+      status: 500,
+      times: 4,
+    });
+    t.sandbox.faults.dropWatches({ resource: 'configmaps', namespace: ns });
+    await core.createNamespacedConfigMap({ namespace: ns, body: cm('b') });
+    await core.deleteNamespacedConfigMap({ namespace: ns, name: 'a' });
+    await expectCacheMatchesServer(informer, ns);
+    expect(watchFault.hits()).toBe(4);
+    expect(informer.readinessCheck(60_000)).not.toThrow();
+  });
+
+  it('honours Retry-After on a 429', async () => {
+    const ns = await namespace();
+    const fault = t.sandbox.faults.inject({
+      verbs: ['list'],
+      resource: 'configmaps',
+      namespace: ns,
+      status: 429,
+      retryAfterSeconds: 1,
+      times: 1,
+    });
+    const { informer } = configMapInformer(ns);
+    const started = Date.now();
+    informer.start();
+    await informer.waitForSync();
+    expect(fault.hits()).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it('replaces a silent stream after the inactivity timeout and catches up on the changes it missed', async () => {
+    const ns = await namespace();
+    await core.createNamespacedConfigMap({ namespace: ns, body: cm('a') });
+    const registry = new Registry();
+    const { informer } = configMapInformer(ns, { inactivityTimeoutMs: 1500, registry });
+    informer.start();
+    await informer.waitForSync();
+    await eventually(() => t.sandbox.faults.activeWatches({ resource: 'configmaps', namespace: ns }) === 1);
+    const undo = t.sandbox.faults.silenceWatches({ resource: 'configmaps', namespace: ns });
+    try {
+      await core.createNamespacedConfigMap({ namespace: ns, body: cm('during-silence') });
+      await core.patchNamespacedConfigMap(
+        { namespace: ns, name: 'a', body: { data: { k: 'v' } } },
+        mergePatchOptions(),
+      );
+      expect(informer.get(`${ns}/during-silence`)).toBeUndefined();
+      await expectCacheMatchesServer(informer, ns);
+    } finally {
+      undo();
+    }
+    expect(await registry.getSingleMetricAsString('berth_informer_watch_restarts_total')).toMatch(
+      /reason="inactivity"\} [1-9]/,
+    );
+  });
+
+  it('keeps a quiet but healthy stream: bookmarks count as activity', async () => {
+    const ns = await namespace();
+    const registry = new Registry();
+    const { informer } = configMapInformer(ns, { inactivityTimeoutMs: 1000, registry });
+    informer.start();
+    await informer.waitForSync();
+    // Bookmarks every 200 ms keep the 1 s inactivity timeout from firing; the resourceVersion moves on.
+    const rv = Number(informer.lastResourceVersion());
+    await core.createNamespace({ body: { metadata: { name: `${ns}-other` } } });
+    await eventually(() => Number(informer.lastResourceVersion()) > rv, { timeoutMs: 5000 });
+    // Over several inactivity periods the stream stays fresh and is never replaced.
+    const start = performance.now();
+    await eventually(() => performance.now() - start > 2500 && informer.secondsSinceLastEvent() < 0.5, {
+      timeoutMs: 5000,
+    });
+    expect(await registry.getSingleMetricAsString('berth_informer_watch_restarts_total')).not.toMatch(
+      /reason="inactivity"\} [1-9]/,
+    );
+  });
+
+  it('is scoped by label selector: objects leaving the selector are deleted from the cache', async () => {
+    const ns = await namespace();
+    await core.createNamespacedConfigMap({ namespace: ns, body: cm('in', {}, { app: 'x' }) });
+    await core.createNamespacedConfigMap({ namespace: ns, body: cm('out', {}, { app: 'y' }) });
+    const { informer, log } = configMapInformer(ns, { labelSelector: 'app=x' });
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.keys()).toEqual([`${ns}/in`]);
+    await core.patchNamespacedConfigMap(
+      { namespace: ns, name: 'in', body: { metadata: { labels: { app: 'y' } } } },
+      mergePatchOptions(),
+    );
+    await core.patchNamespacedConfigMap(
+      { namespace: ns, name: 'out', body: { metadata: { labels: { app: 'x' } } } },
+      mergePatchOptions(),
+    );
+    await expectCacheMatchesServer(informer, ns, 'app=x');
+    expect(informer.keys()).toEqual([`${ns}/out`]);
+    expect(log).toEqual(['add in', 'delete in', 'add out']);
+  });
+
+  it('indexes Pods by spec.nodeName with field-selector scoping, across namespaces', async () => {
+    const ns1 = await namespace();
+    const ns2 = await namespace();
+    const pod = (name: string, nodeName: string, app: string): V1Pod => ({
+      metadata: { name, labels: { app } },
+      spec: { nodeName, containers: [{ name: 'c', image: 'busybox' }] },
+    });
+    await core.createNamespacedPod({ namespace: ns1, body: pod('p1', 'node-a', 'agent') });
+    await core.createNamespacedPod({ namespace: ns2, body: pod('p2', 'node-a', 'agent') });
+    await core.createNamespacedPod({ namespace: ns2, body: pod('p3', 'node-b', 'agent') });
+    await core.createNamespacedPod({ namespace: ns1, body: pod('p4', 'node-a', 'other') });
+
+    const pods = new Informer<V1Pod>({
+      name: 'agent-pods',
+      transport,
+      resource: { version: 'v1', plural: 'pods' },
+      labelSelector: 'app=agent',
+      backoff: { initialMs: 50, maxMs: 400 },
+    });
+    informers.push(pods as Informer<KubernetesObject>);
+    pods.addIndexer('node', (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    pods.start();
+    await pods.waitForSync();
+    const onNode = (node: string): string[] => pods.byIndex('node', node).map(objectKey).sort();
+    expect(onNode('node-a')).toEqual([`${ns1}/p1`, `${ns2}/p2`]);
+    expect(onNode('node-b')).toEqual([`${ns2}/p3`]);
+    expect(pods.list(ns2).map(objectKey).sort()).toEqual([`${ns2}/p2`, `${ns2}/p3`]);
+
+    await core.deleteNamespacedPod({ namespace: ns2, name: 'p2', gracePeriodSeconds: 0 });
+    await core.createNamespacedPod({ namespace: ns2, body: pod('p5', 'node-b', 'agent') });
+    await eventually(() => expect(onNode('node-b')).toEqual([`${ns2}/p3`, `${ns2}/p5`]));
+    await eventually(() => expect(onNode('node-a')).toEqual([`${ns1}/p1`]));
+
+    const nodeB = new Informer<V1Pod>({
+      name: 'node-b-pods',
+      transport,
+      resource: { version: 'v1', plural: 'pods' },
+      fieldSelector: 'spec.nodeName=node-b',
+    });
+    informers.push(nodeB as Informer<KubernetesObject>);
+    nodeB.start();
+    await nodeB.waitForSync();
+    expect(nodeB.keys().sort()).toEqual([`${ns2}/p3`, `${ns2}/p5`]);
+  });
+});

@@ -1,0 +1,174 @@
+// Three electors against the sandbox API server through client-node: at most one leader at every
+// instant (sampled every few ms for the whole test, and cross-checked against the Lease), hand-over on
+// release, failover when the leader stops renewing.
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  JITTER_FACTOR,
+  kubeLeaseClient,
+  LeaderElector,
+  type LeaderRunResult,
+  leaseDurationSeconds,
+} from '../../../src/kube/leader.ts';
+import { createRegistry } from '../../../src/observability/metrics.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+
+const NAMESPACE = 'default';
+const LEASE = 'elector-test';
+const LEASE_MS = 2_000;
+const RENEW_DEADLINE_MS = 1_000;
+const RETRY_MS = 250;
+
+let t: TestSandbox;
+beforeAll(async () => {
+  t = await startTestSandbox();
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+interface Candidate {
+  user: string;
+  elector: LeaderElector;
+  stop: AbortController;
+  done: Promise<LeaderRunResult>;
+  startedAt: number[];
+}
+
+function candidate(user: string): Candidate {
+  const kc = kubeConfigFrom(t.sandbox.users.add(user).kubeconfig);
+  const elector = new LeaderElector({
+    client: kubeLeaseClient(kc),
+    namespace: NAMESPACE,
+    name: LEASE,
+    identity: `${user}_id`,
+    leaseDurationMs: LEASE_MS,
+    renewDeadlineMs: RENEW_DEADLINE_MS,
+    retryPeriodMs: RETRY_MS,
+    releaseOnCancel: true,
+    registry: createRegistry({ defaultMetrics: false }),
+  });
+  const stop = new AbortController();
+  const startedAt: number[] = [];
+  const done = elector.run(stop.signal, { onStartedLeading: () => startedAt.push(Date.now()) });
+  return { user, elector, stop, done, startedAt };
+}
+
+describe('leader election against the API server', () => {
+  it('keeps at most one leader at every instant through release hand-over and failover', async () => {
+    const leases = t.kc.makeApiClient(CoordinationV1Api);
+    const all: Candidate[] = [];
+    const leaders = (): Candidate[] => all.filter((c) => c.elector.isLeader());
+    const soleLeader = (): Candidate => {
+      const now = leaders();
+      if (now.length !== 1 || now[0] === undefined) throw new Error(`${now.length} leaders`);
+      return now[0];
+    };
+
+    // Sample the electors every 2 ms for the whole test.
+    const violations: string[] = [];
+    let samples = 0;
+    const monitor = setInterval(() => {
+      samples++;
+      const now = leaders();
+      if (now.length > 1) violations.push(`${new Date().toISOString()}: ${now.map((c) => c.user).join(',')}`);
+    }, 2);
+    // Cross-check with the Lease: a candidate that is leader before and after a read must be its holder.
+    let checking = true;
+    const holderMismatches: string[] = [];
+    let leaseChecks = 0;
+    const checker = (async () => {
+      while (checking) {
+        const before = leaders();
+        const lease = await leases
+          .readNamespacedLease({ name: LEASE, namespace: NAMESPACE })
+          .catch(() => undefined);
+        const after = leaders();
+        if (lease && before.length === 1 && after.length === 1 && before[0] === after[0]) {
+          leaseChecks++;
+          const holder = lease.spec?.holderIdentity;
+          if (holder !== before[0]?.elector.identity)
+            holderMismatches.push(`${before[0]?.user} leads, Lease says ${holder}`);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+
+    try {
+      all.push(candidate('a'), candidate('b'), candidate('c'));
+      const first = await eventually(soleLeader, { timeoutMs: 5_000 });
+
+      // Steady state: the same single leader, renewing, for several lease durations' worth of retries.
+      const steadyUntil = Date.now() + 1_500;
+      while (Date.now() < steadyUntil) {
+        expect(leaders()).toEqual([first]);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const lease = await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE });
+      expect(lease.spec?.holderIdentity).toBe(first.elector.identity);
+      expect(lease.spec?.leaseDurationSeconds).toBe(leaseDurationSeconds(LEASE_MS));
+      expect(lease.spec?.leaseTransitions).toBe(0);
+      // What the API server stored is MicroTime with exactly six fractional digits.
+      const raw = await t.kubectl(['get', 'lease', LEASE, '-n', NAMESPACE, '-o', 'json']);
+      const spec = (JSON.parse(raw.stdout) as { spec: { renewTime: string; acquireTime: string } }).spec;
+      expect(spec.renewTime).toMatch(/\.\d{6}Z$/);
+      expect(spec.acquireTime).toMatch(/\.\d{6}Z$/);
+      for (const c of all) expect(c.elector.getLeader()).toBe(first.elector.identity);
+
+      // Hand-over on release: the leader gives up cleanly; a waiting candidate takes over at its
+      // next poll, well before the lease duration.
+      first.stop.abort();
+      expect(await first.done).toEqual({ led: true, lost: false, released: true });
+      const releasedAt = Date.now();
+      const second = await eventually(soleLeader, {
+        timeoutMs: 5_000,
+        intervalMs: 2,
+      });
+      const handover = (second.startedAt[0] ?? Number.NaN) - releasedAt;
+      expect(second).not.toBe(first);
+      expect(handover).toBeLessThan(2 * RETRY_MS);
+      expect((await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE })).spec).toMatchObject({
+        holderIdentity: second.elector.identity,
+        leaseTransitions: 1,
+      });
+
+      // Failover: the leader is cut off from the API server (every Lease request of its user fails).
+      // It must step down within its renew deadline, and the last candidate must take over once the
+      // record has not changed for the lease duration: within lease duration + one (jittered) poll.
+      const fault = t.sandbox.faults.inject({ user: second.user, resource: 'leases', status: 503 });
+      const cutAt = Date.now();
+      try {
+        expect(await second.done).toEqual({ led: true, lost: true, released: false });
+        expect(Date.now() - cutAt).toBeLessThanOrEqual(RENEW_DEADLINE_MS + 100);
+        const third = await eventually(soleLeader, {
+          timeoutMs: 10_000,
+          intervalMs: 2,
+        });
+        const failover = (third.startedAt[0] ?? Number.NaN) - cutAt;
+        expect(failover).toBeGreaterThanOrEqual(LEASE_MS - RETRY_MS - 50); // it did wait for expiry
+        expect(failover).toBeLessThanOrEqual(LEASE_MS + (1 + JITTER_FACTOR) * RETRY_MS + 300);
+        expect((await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE })).spec).toMatchObject({
+          holderIdentity: third.elector.identity,
+          leaseTransitions: 2,
+        });
+        third.stop.abort();
+        expect(await third.done).toMatchObject({ released: true });
+      } finally {
+        fault.remove();
+      }
+      const final = await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE });
+      expect(final.spec).toMatchObject({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 2 });
+    } finally {
+      for (const c of all) c.stop.abort();
+      await Promise.all(all.map((c) => c.done));
+      checking = false;
+      await checker;
+      clearInterval(monitor);
+    }
+    expect(violations).toEqual([]);
+    expect(holderMismatches).toEqual([]);
+    expect(samples).toBeGreaterThan(500);
+    expect(leaseChecks).toBeGreaterThan(20);
+  });
+});

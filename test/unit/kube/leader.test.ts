@@ -1,0 +1,434 @@
+import { ApiException, type V1Lease } from '@kubernetes/client-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../src/kube/clock.ts';
+import {
+  decideLeader,
+  expiresAt,
+  formatMicroTime,
+  type LeaderElectionRecord,
+  LeaderElector,
+  type LeaderElectorOptions,
+  type LeaseClient,
+  leaseDurationSeconds,
+  leaseSpecFromRecord,
+  nextAttemptDelay,
+  type Observation,
+  observe,
+  recordFromLease,
+  releasedRecord,
+  validateLeaderTimings,
+} from '../../../src/kube/leader.ts';
+import { createRegistry } from '../../../src/observability/metrics.ts';
+
+const MICROTIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+const T0 = Date.UTC(2026, 0, 1);
+const opts = { leaseDurationMs: 15_000 };
+
+const record = (over: Partial<LeaderElectionRecord> = {}): LeaderElectionRecord => ({
+  holderIdentity: 'other',
+  leaseDurationSeconds: 15,
+  acquireTime: formatMicroTime(T0),
+  renewTime: formatMicroTime(T0),
+  leaseTransitions: 3,
+  ...over,
+});
+
+describe('MicroTime and record conversion', () => {
+  it('formats exactly six fractional digits', () => {
+    expect(formatMicroTime(T0 + 278)).toBe('2026-01-01T00:00:00.278000Z');
+    expect(formatMicroTime(T0)).toMatch(MICROTIME);
+    expect(Date.parse(formatMicroTime(T0 + 1234))).toBe(T0 + 1234);
+  });
+
+  it('stores whole seconds, rounding up', () => {
+    expect(leaseDurationSeconds(15_000)).toBe(15);
+    expect(leaseDurationSeconds(1_500)).toBe(2);
+    expect(leaseDurationSeconds(200)).toBe(1);
+  });
+
+  it('round-trips a record through a Lease spec, keeping server strings verbatim', () => {
+    const r = record({ renewTime: '2026-01-01T00:00:05.123456Z' });
+    const back = recordFromLease({ spec: leaseSpecFromRecord(r) });
+    expect(back).toEqual(r);
+    // What goes on the wire is the string itself.
+    expect(JSON.parse(JSON.stringify(leaseSpecFromRecord(r))).renewTime).toBe('2026-01-01T00:00:05.123456Z');
+    expect(recordFromLease({})).toEqual({
+      holderIdentity: '',
+      leaseDurationSeconds: 0,
+      acquireTime: undefined,
+      renewTime: undefined,
+      leaseTransitions: 0,
+    });
+  });
+
+  it('validates timings like client-go', () => {
+    expect(
+      validateLeaderTimings({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }),
+    ).toBe(undefined);
+    expect(
+      validateLeaderTimings({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }),
+    ).toMatch(/lease duration must be greater/);
+    expect(
+      validateLeaderTimings({ leaseDurationMs: 15_000, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }),
+    ).toMatch(/renew deadline must be greater than retry period/);
+    expect(
+      validateLeaderTimings({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 0 }),
+    ).toMatch(/retry period/);
+  });
+});
+
+describe('observe', () => {
+  it('keeps the observation time while the record is unchanged and restarts it on any change', () => {
+    const first = observe(undefined, record(), 1_000);
+    expect(first.observedAt).toBe(1_000);
+    expect(observe(first, record(), 9_000)).toBe(first);
+    expect(observe(first, record({ renewTime: formatMicroTime(T0 + 2_000) }), 9_000).observedAt).toBe(9_000);
+    expect(observe(first, record({ leaseTransitions: 4 }), 9_000).observedAt).toBe(9_000);
+  });
+});
+
+describe('decideLeader', () => {
+  const seen = (r: LeaderElectionRecord, at: number): Observation => ({ record: r, observedAt: at });
+
+  it('creates the Lease when there is none', () => {
+    const d = decideLeader(undefined, T0, 'me', opts);
+    expect(d.action).toBe('create');
+    expect(d.record).toEqual({
+      holderIdentity: 'me',
+      leaseDurationSeconds: 15,
+      acquireTime: formatMicroTime(T0),
+      renewTime: formatMicroTime(T0),
+      leaseTransitions: 0,
+    });
+  });
+
+  it('waits while another holder has not expired, and acquires once it has (not before)', () => {
+    const obs = seen(record(), 50_000);
+    expect(decideLeader(obs, 50_000 + 14_999, 'me', opts)).toEqual({
+      action: 'wait',
+      holder: 'other',
+      expiresAt: 65_000,
+    });
+    const d = decideLeader(obs, 65_000, 'me', opts);
+    expect(d.action).toBe('acquire');
+    if (d.action !== 'acquire') return;
+    expect(d.record.holderIdentity).toBe('me');
+    expect(d.record.leaseTransitions).toBe(4);
+    expect(d.record.acquireTime).toBe(formatMicroTime(65_000));
+  });
+
+  it("uses the holder's lease duration from the record, not its own", () => {
+    const obs = seen(record({ leaseDurationSeconds: 60 }), 0);
+    expect(decideLeader(obs, 30_000, 'me', opts).action).toBe('wait');
+    expect(decideLeader(obs, 60_000, 'me', opts).action).toBe('acquire');
+  });
+
+  it('renews its own lease keeping acquireTime and leaseTransitions', () => {
+    const mine = record({
+      holderIdentity: 'me',
+      acquireTime: '2025-12-31T23:00:00.000001Z',
+      leaseTransitions: 7,
+    });
+    const d = decideLeader(seen(mine, 0), 5_000, 'me', opts);
+    expect(d).toEqual({
+      action: 'renew',
+      record: { ...mine, renewTime: formatMicroTime(5_000), leaseDurationSeconds: 15 },
+    });
+  });
+
+  it('acquires a released lease at once', () => {
+    const released = releasedRecord(record(), T0);
+    expect(released).toMatchObject({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 3 });
+    const d = decideLeader(seen(released, T0), T0, 'me', opts);
+    expect(d.action).toBe('acquire');
+  });
+
+  it('judges expiry by the local observation time, never by remote timestamps (clock skew)', () => {
+    // The holder's clock is an hour behind: its renewTime looks ancient, but we just saw it change.
+    const behind = record({ renewTime: formatMicroTime(T0 - 3_600_000) });
+    expect(decideLeader(observe(undefined, behind, T0), T0 + 1_000, 'me', opts).action).toBe('wait');
+    // The holder's clock is an hour ahead: its renewTime is in our future, yet it stopped changing
+    // more than a lease duration ago, so it has expired.
+    const ahead = record({ renewTime: formatMicroTime(T0 + 3_600_000) });
+    let obs = observe(undefined, ahead, T0);
+    obs = observe(obs, ahead, T0 + 10_000); // re-read, unchanged: the clock does not restart
+    expect(decideLeader(obs, T0 + 15_000, 'me', opts).action).toBe('acquire');
+    expect(expiresAt(obs)).toBe(T0 + 15_000);
+  });
+});
+
+describe('nextAttemptDelay', () => {
+  it('jitters the retry period like client-go and wakes at expiry when that is sooner', () => {
+    expect(nextAttemptDelay(undefined, 0, 2_000, 0)).toBe(2_000);
+    expect(nextAttemptDelay(undefined, 0, 2_000, 0.5)).toBeCloseTo(3_200);
+    const wait = { action: 'wait', holder: 'x', expiresAt: 500 } as const;
+    expect(nextAttemptDelay(wait, 0, 2_000, 0.5)).toBe(501);
+    expect(nextAttemptDelay(wait, 499, 2_000, 0)).toBe(2);
+    expect(nextAttemptDelay({ ...wait, expiresAt: 10_000 }, 0, 2_000, 0)).toBe(2_000);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// The elector loop, driven by a ManualClock against an in-memory Lease store with resourceVersions.
+
+type Mode = 'ok' | 'fail' | 'hang';
+
+class FakeLeaseStore {
+  lease: V1Lease | undefined;
+  #rv = 0;
+  writes = 0;
+
+  client(mode: () => Mode): LeaseClient {
+    const gate = async <T>(signal: AbortSignal, fn: () => T): Promise<T> => {
+      await Promise.resolve();
+      const m = mode();
+      if (m === 'fail') throw new ApiException(500, 'boom', '{"message":"injected"}', {});
+      if (m === 'hang') {
+        return new Promise<T>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      }
+      return fn();
+    };
+    return {
+      get: (_ns, _name, signal) => gate(signal, () => (this.lease ? structuredClone(this.lease) : undefined)),
+      create: (_ns, body, signal) =>
+        gate(signal, () => {
+          if (this.lease) throw new ApiException(409, 'exists', '{"reason":"AlreadyExists"}', {});
+          return this.#store(body);
+        }),
+      replace: (_ns, _name, body, signal) =>
+        gate(signal, () => {
+          if (!this.lease) throw new ApiException(404, 'missing', '{}', {});
+          if (body.metadata?.resourceVersion !== this.lease.metadata?.resourceVersion) {
+            throw new ApiException(409, 'conflict', '{"reason":"Conflict"}', {});
+          }
+          return this.#store(body);
+        }),
+    };
+  }
+
+  #store(body: V1Lease): V1Lease {
+    const wire = JSON.parse(JSON.stringify(body)) as V1Lease;
+    for (const t of [wire.spec?.acquireTime, wire.spec?.renewTime]) {
+      if (t !== undefined && !MICROTIME.test(String(t))) throw new ApiException(400, 'bad time', '{}', {});
+    }
+    wire.metadata = { ...wire.metadata, resourceVersion: String(++this.#rv) };
+    this.lease = wire;
+    this.writes++;
+    return structuredClone(wire);
+  }
+
+  get holder(): string | undefined {
+    return this.lease?.spec?.holderIdentity;
+  }
+}
+
+interface Harness {
+  elector: LeaderElector;
+  stop: AbortController;
+  done: Promise<unknown>;
+  events: string[];
+  setMode(m: Mode): void;
+}
+
+const running: Harness[] = [];
+afterEach(async () => {
+  for (const h of running.splice(0)) h.stop.abort();
+});
+
+function startElector(
+  store: FakeLeaseStore,
+  clock: ManualClock,
+  identity: string,
+  over: Partial<LeaderElectorOptions> = {},
+): Harness {
+  let mode: Mode = 'ok';
+  const events: string[] = [];
+  const elector = new LeaderElector({
+    client: store.client(() => mode),
+    namespace: 'ns',
+    name: 'lock',
+    identity,
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    releaseOnCancel: false,
+    clock,
+    random: () => 0,
+    ...over,
+  });
+  const stop = new AbortController();
+  const done = elector.run(stop.signal, {
+    onStartedLeading: () => events.push('started'),
+    onStoppedLeading: (info) => events.push(info.lost ? 'lost' : info.released ? 'released' : 'stopped'),
+    onNewLeader: (id) => events.push(`leader:${id}`),
+  });
+  const h = { elector, stop, done, events, setMode: (m: Mode) => (mode = m) };
+  running.push(h);
+  return h;
+}
+
+describe('LeaderElector', () => {
+  it('creates the Lease, leads, and renews every retry period', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const registry = createRegistry({ defaultMetrics: false });
+    const a = startElector(store, clock, 'a', { registry });
+    await clock.advanceAsync(0);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(a.events).toEqual(['leader:a', 'started']);
+    expect(store.lease?.spec).toMatchObject({
+      holderIdentity: 'a',
+      leaseDurationSeconds: 15,
+      leaseTransitions: 0,
+    });
+    expect(store.lease?.spec?.acquireTime).toBe(formatMicroTime(T0));
+    expect((await registry.getSingleMetric('leader_election_master_status')?.get())?.values).toEqual([
+      { labels: { name: 'lock' }, value: 1 },
+    ]);
+
+    await clock.advanceAsync(2_000);
+    expect(String(store.lease?.spec?.renewTime)).toBe(formatMicroTime(T0 + 2_000));
+    expect(String(store.lease?.spec?.acquireTime)).toBe(formatMicroTime(T0));
+    await clock.advanceAsync(2_000);
+    expect(String(store.lease?.spec?.renewTime)).toBe(formatMicroTime(T0 + 4_000));
+    expect(store.writes).toBe(3);
+  });
+
+  it('a candidate takes over a dead leader exactly when its observation expires, not before', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const a = startElector(store, clock, 'a');
+    await clock.advanceAsync(0);
+    const b = startElector(store, clock, 'b');
+    await clock.advanceAsync(0);
+    expect(b.elector.isLeader()).toBe(false);
+    expect(b.elector.getLeader()).toBe('a');
+
+    // `a` dies without releasing (a crash): its last renewal is at T0 + 2 s.
+    await clock.advanceAsync(2_000);
+    a.stop.abort();
+    await a.done;
+    const lastRenewSeenAt = clock.now(); // b's jitter-free polls see each change within the same instant
+    expect(a.elector.isLeader()).toBe(false);
+    await clock.advanceAsync(14_990);
+    expect(b.elector.isLeader()).toBe(false);
+    expect(store.holder).toBe('a');
+    await clock.advanceAsync(20);
+    expect(b.elector.isLeader()).toBe(true);
+    expect(clock.now() - lastRenewSeenAt).toBeLessThanOrEqual(15_010);
+    expect(store.lease?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    expect(b.events).toEqual(['leader:a', 'leader:b', 'started']);
+  });
+
+  it('steps down once it cannot renew within the renew deadline, and not earlier', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const registry = createRegistry({ defaultMetrics: false });
+    const a = startElector(store, clock, 'a', { registry });
+    await clock.advanceAsync(0);
+    a.setMode('fail');
+    // Last successful renewal was sent at T0; the deadline is T0 + 10 s.
+    await clock.advanceAsync(9_999);
+    expect(a.elector.isLeader()).toBe(true);
+    await clock.advanceAsync(1);
+    expect(a.elector.isLeader()).toBe(false);
+    expect(await a.done).toEqual({ led: true, lost: true, released: false });
+    expect(a.events).toEqual(['leader:a', 'started', 'lost']);
+    expect((await registry.getSingleMetric('leader_election_master_status')?.get())?.values[0]?.value).toBe(
+      0,
+    );
+  });
+
+  it('cuts a hanging renewal at the renew deadline', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const a = startElector(store, clock, 'a');
+    await clock.advanceAsync(0);
+    await clock.advanceAsync(2_000); // renewed, sent at T0 + 2 s
+    a.setMode('hang');
+    await clock.advanceAsync(9_999);
+    expect(a.elector.isLeader()).toBe(true);
+    await clock.advanceAsync(2);
+    expect(a.elector.isLeader()).toBe(false);
+    expect((await a.done) as object).toMatchObject({ lost: true });
+  });
+
+  it('steps down at once when the Lease shows another holder', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const a = startElector(store, clock, 'a');
+    await clock.advanceAsync(0);
+    // Someone force-writes the Lease (e.g. kubectl edit).
+    store.lease = {
+      ...store.lease,
+      metadata: { ...store.lease?.metadata, resourceVersion: '999' },
+      spec: leaseSpecFromRecord(record({ holderIdentity: 'intruder' })),
+    };
+    await clock.advanceAsync(2_000);
+    expect(a.elector.isLeader()).toBe(false);
+    expect(a.events).toContain('lost');
+    expect(store.holder).toBe('intruder');
+  });
+
+  it('releases on cancel when configured, and a waiting candidate takes over at its next poll', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const a = startElector(store, clock, 'a', { releaseOnCancel: true });
+    await clock.advanceAsync(0);
+    const b = startElector(store, clock, 'b');
+    await clock.advanceAsync(0);
+    a.stop.abort();
+    expect(await a.done).toEqual({ led: true, lost: false, released: true });
+    expect(a.events).toEqual(['leader:a', 'started', 'released']);
+    expect(store.lease?.spec).toMatchObject({
+      holderIdentity: '',
+      leaseDurationSeconds: 1,
+      leaseTransitions: 0,
+    });
+    await clock.advanceAsync(2_000);
+    expect(b.elector.isLeader()).toBe(true);
+    expect(store.lease?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+  });
+
+  it('leaves the Lease alone on cancel when release is off', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const a = startElector(store, clock, 'a');
+    await clock.advanceAsync(0);
+    a.stop.abort();
+    expect(await a.done).toEqual({ led: true, lost: false, released: false });
+    expect(store.holder).toBe('a');
+  });
+
+  it('only one of two racing candidates wins (409 for the other)', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    store.lease = {
+      metadata: { name: 'lock', namespace: 'ns', resourceVersion: '0' },
+      spec: leaseSpecFromRecord(releasedRecord(record(), T0)),
+    };
+    const a = startElector(store, clock, 'a');
+    const b = startElector(store, clock, 'b');
+    await clock.advanceAsync(0);
+    expect([a.elector.isLeader(), b.elector.isLeader()].filter(Boolean)).toHaveLength(1);
+    await clock.advanceAsync(30_000);
+    expect([a.elector.isLeader(), b.elector.isLeader()].filter(Boolean)).toHaveLength(1);
+    expect(store.lease?.spec?.leaseTransitions).toBe(4);
+  });
+
+  it('rejects invalid timings', () => {
+    const store = new FakeLeaseStore();
+    expect(
+      () =>
+        new LeaderElector({
+          client: store.client(() => 'ok'),
+          namespace: 'ns',
+          name: 'lock',
+          leaseDurationMs: 5_000,
+          renewDeadlineMs: 5_000,
+          retryPeriodMs: 1_000,
+          releaseOnCancel: false,
+        }),
+    ).toThrow(/lease duration must be greater/);
+  });
+});
