@@ -1,0 +1,209 @@
+// `berth-operator central`: flag parsing and validation, and the real process (HTTPS, SIGHUP reload of
+// the key file, clean exit on SIGTERM).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
+import { sha256Hex } from '../../../src/central/auth.ts';
+import { centralCommand, parseCentralFlags, runCentral } from '../../../src/central/command.ts';
+import type { CentralServer } from '../../../src/central/server.ts';
+import { parseFlags, UsageError } from '../../../src/cli.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { createServingPki, type ServingPki } from '../../../src/sandbox/tls.ts';
+import { eventually } from '../../helpers/eventually.ts';
+
+const NODE = join(process.cwd(), 'node_modules/.bin/node');
+const MAIN = join(process.cwd(), 'src/main.ts');
+let dir: string;
+let pki: ServingPki;
+let certFile: string;
+let keyFile: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'berth-central-cmd-'));
+  pki = await createServingPki(['127.0.0.1']);
+  certFile = join(dir, 'tls.crt');
+  keyFile = join(dir, 'tls.key');
+  await writeFile(certFile, pki.cert);
+  await writeFile(keyFile, pki.key, { mode: 0o600 });
+});
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+});
+
+const parse = (argv: string[]) => parseCentralFlags(parseFlags(centralCommand, argv));
+const tls = ['--tls-cert-file', '/c', '--tls-key-file', '/k'];
+
+describe('central flags', () => {
+  it('has the Go server defaults', () => {
+    expect(parse(tls)).toEqual({
+      'listen-addr': ':8443',
+      'tls-cert-file': '/c',
+      'tls-key-file': '/k',
+      'auth-mode': '',
+      'api-keys-file': '',
+      'metrics-addr': ':8080',
+      'log-level': 'info',
+    });
+    expect(parse([...tls, '--metrics-addr', ''])['metrics-addr']).toBe('');
+  });
+
+  const bad: Array<[string[], string]> = [
+    [[], 'central: --tls-cert-file is required (the lease API is served over HTTPS only)'],
+    [
+      ['--tls-cert-file', '/c'],
+      'central: --tls-key-file is required (the lease API is served over HTTPS only)',
+    ],
+    [[...tls, '--auth-mode', 'oidc'], 'central: --auth-mode must be one of: none, static-keys'],
+    [
+      [...tls, '--auth-mode', 'static-keys'],
+      'central: --api-keys-file is required with --auth-mode static-keys',
+    ],
+    [
+      [...tls, '--api-keys-file', '/keys'],
+      'central: --api-keys-file is only used with --auth-mode static-keys (the auth mode is none)',
+    ],
+    [[...tls, '--listen-addr', 'nonsense'], 'central: --listen-addr want [host]:port, e.g. ":8443"'],
+    [[...tls, '--listen-addr', ''], 'central: --listen-addr want [host]:port, e.g. ":8443"'],
+    [[...tls, '--metrics-addr', 'x:y'], 'central: --metrics-addr want [host]:port or empty'],
+    [[...tls, '--log-level', 'loud'], 'central: --log-level'],
+  ];
+  it.each(bad)('rejects %j', (argv, message) => {
+    let thrown: unknown;
+    try {
+      parse(argv);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(UsageError);
+    expect((thrown as Error).message.startsWith(message)).toBe(true);
+  });
+
+  it('prints a bad flag as one line and returns exit code 2', async () => {
+    let err = '';
+    const code = await runCentral(parseFlags(centralCommand, []), {
+      stderr: { write: (s: string) => (err += s) } as unknown as NodeJS.WritableStream,
+    });
+    expect(code).toBe(2);
+    expect(err).toBe(
+      'berth-operator: central: --tls-cert-file is required (the lease API is served over HTTPS only)\n',
+    );
+  });
+
+  it('fails to start with an unreadable certificate', async () => {
+    await expect(
+      runCentral(
+        parseFlags(centralCommand, ['--tls-cert-file', join(dir, 'nope'), '--tls-key-file', keyFile]),
+      ),
+    ).rejects.toThrow(`central: read --tls-cert-file ${join(dir, 'nope')}: ENOENT`);
+  });
+});
+
+describe('runCentral', () => {
+  it('serves HTTPS until stopped and reloads the key file on SIGHUP', async () => {
+    const keys = join(dir, 'keys');
+    await writeFile(keys, `cluster-east:${sha256Hex('first')}\n`);
+    const stop = Promise.withResolvers<void>();
+    const started = Promise.withResolvers<CentralServer>();
+    const running = runCentral(
+      parseFlags(centralCommand, [
+        '--listen-addr=127.0.0.1:0',
+        '--metrics-addr=',
+        `--tls-cert-file=${certFile}`,
+        `--tls-key-file=${keyFile}`,
+        '--auth-mode=static-keys',
+        `--api-keys-file=${keys}`,
+      ]),
+      { logger: createLogger({ level: 'silent' }), until: stop.promise, onStarted: started.resolve },
+    );
+    const server = await started.promise;
+    expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const first = new HttpLeaseClient({ baseUrl: server.url, caBundle: pki.caCert, apiKey: 'first' });
+    const second = new HttpLeaseClient({ baseUrl: server.url, caBundle: pki.caCert, apiKey: 'second' });
+    try {
+      expect(await first.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({ acquired: true });
+      await writeFile(keys, `cluster-east:${sha256Hex('second')}\n`);
+      process.emit('SIGHUP', 'SIGHUP');
+      await eventually(async () => (await second.acquire('pipeline', 'ingest', 'cluster-east', 30)).acquired);
+      await expect(first.acquire('pipeline', 'ingest', 'cluster-east', 30)).rejects.toMatchObject({
+        status: 401,
+      });
+    } finally {
+      first.close();
+      second.close();
+      stop.resolve();
+    }
+    expect(await running).toBe(0);
+    expect(process.listenerCount('SIGHUP')).toBe(0);
+  });
+});
+
+describe('berth-operator central (process)', () => {
+  it('lists its flags with defaults', async () => {
+    const child = spawn(NODE, [MAIN, 'central', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    expect(code).toBe(0);
+    for (const text of [
+      '--listen-addr <string>',
+      '(default: :8443)',
+      '--tls-cert-file',
+      '--tls-key-file',
+      '--auth-mode',
+      '--api-keys-file',
+      '--metrics-addr',
+      '(default: :8080)',
+    ])
+      expect(out).toContain(text);
+  });
+
+  it('serves until SIGTERM and exits 0', async () => {
+    const child = spawn(
+      NODE,
+      [
+        MAIN,
+        'central',
+        '--listen-addr',
+        '127.0.0.1:0',
+        '--metrics-addr',
+        '127.0.0.1:0',
+        '--tls-cert-file',
+        certFile,
+        '--tls-key-file',
+        keyFile,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    children.push(child);
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const serving = await eventually(
+      (): { url: string; metricsUrl: string } | undefined => {
+        const line = out.split('\n').find((l) => l.includes('central lease API serving'));
+        return line ? (JSON.parse(line) as { url: string; metricsUrl: string }) : undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
+    expect(out).toContain('authentication is disabled');
+    const client = new HttpLeaseClient({ baseUrl: serving!.url, caBundle: pki.caCert });
+    try {
+      await client.ping();
+      expect(await client.acquire('pipeline', 'ingest', 'east', 30)).toMatchObject({
+        acquired: true,
+        fencingToken: 1,
+      });
+    } finally {
+      client.close();
+    }
+    child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    expect(out).toContain('central lease API stopped');
+  });
+});
