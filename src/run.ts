@@ -5,17 +5,37 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { CommandSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
 import { parseRunConfig, RUN_FLAG_SPECS, type RunConfig, resolveOperatorNamespace } from './config.ts';
-import { loadKubeConfig } from './kube/client.ts';
+import { KubeTransport, loadKubeConfig } from './kube/client.ts';
+import { EventRecorder, eventSinkFor } from './kube/events.ts';
 import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
 import { Manager } from './kube/manager.ts';
+import {
+  type NodeTaintConfig,
+  NodeTaintGuard,
+  nodeTaintFlags,
+  parseNodeTaintConfig,
+} from './nodetaint/index.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createRegistry } from './observability/metrics.ts';
 
 export const runCommand: CommandSpec = {
   name: 'run',
   summary: 'Run the operator against the cluster of the kubeconfig (or in-cluster) until SIGTERM/SIGINT.',
-  flags: RUN_FLAG_SPECS,
+  flags: [...RUN_FLAG_SPECS, ...nodeTaintFlags],
 };
+
+/** The domain features' own configurations, parsed from the same flags. */
+export interface FeatureConfigs {
+  nodeTaint: NodeTaintConfig;
+}
+
+/** Validates the feature flags (one-line UsageError on a bad value). */
+export function parseFeatureConfigs(flags: FlagValues, namespace: string): FeatureConfigs {
+  return { nodeTaint: parseNodeTaintConfig(flags, { operatorNamespace: namespace }) };
+}
+
+/** Identifies this controller in Events (events.k8s.io/v1 reportingController). */
+export const REPORTING_CONTROLLER = 'berth.skaphos.io/berth-operator';
 
 const PROGRAM = 'berth-operator';
 
@@ -29,18 +49,20 @@ export interface OperatorDeps {
   /** The resolved operator namespace. */
   namespace: string;
   logger: Logger;
+  features: FeatureConfigs;
 }
 
-/** Builds the manager for a validated configuration. Later issues register their runnables here. */
+/** Builds the manager for a validated configuration and registers every enabled feature's runnables. */
 export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
-  const { logger } = deps;
+  const { logger, features } = deps;
   const registry = createRegistry();
+  const identity = defaultIdentity();
   const elector = config.leaderElect
     ? new LeaderElector({
         client: kubeLeaseClient(deps.kubeConfig),
         namespace: config.leaderElectionNamespace || deps.namespace,
         name: config.leaderElectionId,
-        identity: defaultIdentity(),
+        identity,
         leaseDurationMs: config.leaderElectionLeaseDuration,
         renewDeadlineMs: config.leaderElectionRenewDeadline,
         retryPeriodMs: config.leaderElectionRetryPeriod,
@@ -57,6 +79,25 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
     drainWindowMs: config.drainWindow,
     ...(elector ? { elector } : {}),
+  });
+  const transport = new KubeTransport(deps.kubeConfig);
+  const recorder = new EventRecorder({
+    sink: eventSinkFor(deps.kubeConfig),
+    reportingController: REPORTING_CONTROLLER,
+    reportingInstance: identity.slice(0, 128),
+    logger,
+  });
+  if (features.nodeTaint.enabled) {
+    const guard = new NodeTaintGuard({ config: features.nodeTaint, transport, recorder, registry, logger });
+    for (const runnable of guard.runnables()) manager.add(runnable);
+  }
+  // In the first start group, so it stops last: nothing may use the connection pool after it closes.
+  manager.add({
+    name: 'kube-transport',
+    needLeaderElection: false,
+    group: 'certificates',
+    start: async () => {},
+    stop: () => transport.close(),
   });
   return { manager, logger };
 }
@@ -84,9 +125,11 @@ const defaultIO = (): RunIO => ({
 export async function runOperator(flags: FlagValues, io: RunIO = defaultIO()): Promise<number> {
   let config: RunConfig;
   let namespace: string;
+  let features: FeatureConfigs;
   try {
     config = parseRunConfig(flags);
     namespace = await resolveOperatorNamespace(config.namespace);
+    features = parseFeatureConfigs(flags, namespace);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.stderr.write(`${PROGRAM}: ${err.message}\n`);
@@ -104,7 +147,7 @@ export async function runOperator(flags: FlagValues, io: RunIO = defaultIO()): P
     return 1;
   }
   const logger = createLogger({ level: config.logLevel, name: PROGRAM });
-  const { manager } = buildOperator(config, { kubeConfig, namespace, logger });
+  const { manager } = buildOperator(config, { kubeConfig, namespace, logger, features });
   logger.info(
     {
       namespace,

@@ -71,6 +71,14 @@ describe('berth-operator run: usage', () => {
     );
   });
 
+  it('refuses a NoExecute startup taint with the reason', async () => {
+    const proc = run(['run', '--namespace', 'default', '--taint-effect', 'NoExecute']);
+    expect(await proc.exit).toBe(2);
+    expect(proc.err().trim().split('\n')).toHaveLength(1);
+    expect(proc.err()).toContain('--taint-effect: ');
+    expect(proc.err()).toContain('NoExecute');
+  });
+
   it('refuses to guess the namespace', async () => {
     const proc = run(['run', '--kubeconfig', '/nonexistent']);
     expect(await proc.exit).toBe(2);
