@@ -115,14 +115,6 @@ function podSpecErrors(spec: Obj, path: string): FieldCause[] {
   return causes;
 }
 
-const POD_TEMPLATE_OWNERS = new Set(['Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job']);
-
-function templateOf(o: KubeObject): Obj | undefined {
-  if (o.kind === 'CronJob') return obj(obj(obj(o.spec).jobTemplate).spec).template as Obj | undefined;
-  if (POD_TEMPLATE_OWNERS.has(o.kind ?? '')) return obj(o.spec).template as Obj | undefined;
-  return undefined;
-}
-
 /** Pod spec fields that an update may change (validation.ValidatePodUpdate). */
 function mutablePodSpecView(spec: Obj): Obj {
   const view = structuredClone(spec);
@@ -736,4 +728,3 @@ export function strategyFor(typeKey: string): Strategy {
   return STRATEGIES[typeKey] ?? GENERIC;
 }
 
-export { templateOf };
