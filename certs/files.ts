@@ -1,0 +1,235 @@
+// `--cert-mode=files`: serve `tls.crt`/`tls.key` from a directory (a cert-manager Certificate's Secret, or
+// any Secret, mounted as a volume) and pick up new ones without a restart, like controller-runtime's
+// CertWatcher: the directory is watched *and* re-read every 10 s, because the kubelet updates a Secret
+// volume by swapping the `..data` symlink, which a watcher can miss. Every read is checked (parses, key
+// matches, not expired) before it is served; a bad read keeps the current pair and counts an error.
+// `ca.crt`, when present (cert-manager writes one), is offered as `current().ca`.
+import { type FSWatcher, watch } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Counter, Registry } from 'prom-client';
+import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
+import type { Logger } from '../src/observability/logger.ts';
+import { CertificateHolder } from './holder.ts';
+import { registerExpirySource, reloadErrorsCounter } from './metrics.ts';
+import { checkServingPair, parseCertificate } from './pair.ts';
+import type { CertificateListener, CertificateProvider, ServingCertificate } from './provider.ts';
+import { SerialRunner } from './serial.ts';
+
+export const DEFAULT_CERT_DIR = '/tmp/k8s-webhook-server/serving-certs';
+export const DEFAULT_POLL_INTERVAL_MS = 10_000;
+
+export interface FilesProviderOptions {
+  dir: string;
+  certFile?: string;
+  keyFile?: string;
+  caFile?: string;
+  /** Re-read interval besides the watch (default 10 s). */
+  pollIntervalMs?: number;
+  /** Quiet time after a watch event before reading, so a multi-step swap is read once (default 100 ms). */
+  debounceMs?: number;
+  /** Watch the directory (default true); without it only the poll picks changes up. */
+  watch?: boolean;
+  clock?: Clock;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : err instanceof Error ? err.name : 'error';
+}
+
+async function readOptional(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+export class FilesCertificateProvider implements CertificateProvider {
+  readonly mode = 'files' as const;
+  readonly #o: FilesProviderOptions;
+  readonly #clock: Clock;
+  readonly #log: Logger | undefined;
+  readonly #holder: CertificateHolder;
+  readonly #errors: Counter | undefined;
+  readonly #unregisterExpiry: () => void;
+  readonly #runner = new SerialRunner(() => this.#load());
+  readonly #certFile: string;
+  readonly #keyFile: string;
+  readonly #caFile: string;
+  #watcher: FSWatcher | undefined;
+  #poll: Timer | undefined;
+  #debounce: Timer | undefined;
+  #started = false;
+  #stopped = false;
+  #lastProblem: string | undefined;
+
+  constructor(options: FilesProviderOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? realClock;
+    this.#log = options.logger?.child({ component: 'certificates', certMode: 'files' });
+    this.#holder = new CertificateHolder(this.#log);
+    this.#certFile = options.certFile ?? 'tls.crt';
+    this.#keyFile = options.keyFile ?? 'tls.key';
+    this.#caFile = options.caFile ?? 'ca.crt';
+    const registry = options.registry;
+    this.#errors = registry === undefined ? undefined : reloadErrorsCounter(registry);
+    this.#unregisterExpiry =
+      registry === undefined
+        ? () => {}
+        : registerExpirySource(registry, () => {
+            const expiry = this.#holder.expiry();
+            return expiry === undefined ? undefined : (expiry.getTime() - this.#clock.now()) / 1000;
+          });
+  }
+
+  /** Loads the pair once and starts watching and polling. */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    if (signal?.aborted) {
+      await this.stop();
+      return;
+    }
+    signal?.addEventListener('abort', () => void this.stop(), { once: true });
+    this.#ensureWatcher();
+    this.#poll = this.#clock.setInterval(() => {
+      this.#ensureWatcher();
+      void this.#runner.run();
+    }, this.#o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+    await this.#runner.run();
+  }
+
+  /** Re-reads the files now; resolves after a read that started after the call. */
+  refresh(): Promise<void> {
+    return this.#stopped ? Promise.resolve() : this.#runner.run();
+  }
+
+  current(): ServingCertificate | undefined {
+    return this.#holder.current();
+  }
+
+  waitForCertificate(signal?: AbortSignal): Promise<void> {
+    return this.#holder.waitFor(signal);
+  }
+
+  onChange(listener: CertificateListener): () => void {
+    return this.#holder.onChange(listener);
+  }
+
+  expiry(): Date | undefined {
+    return this.#holder.expiry();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#stopped) {
+      this.#stopped = true;
+      this.#clock.clearTimeout(this.#poll);
+      this.#clock.clearTimeout(this.#debounce);
+      this.#watcher?.close();
+      this.#watcher = undefined;
+      this.#unregisterExpiry();
+    }
+    await this.#runner.idle();
+  }
+
+  #ensureWatcher(): void {
+    if (this.#stopped || this.#watcher !== undefined || this.#o.watch === false) return;
+    try {
+      const watcher = watch(this.#o.dir, { persistent: false }, () => this.#scheduleRead());
+      watcher.on('error', (err) => {
+        this.#log?.debug(
+          { dir: this.#o.dir, code: errorCode(err) },
+          'certificate directory watch failed; polling',
+        );
+        watcher.close();
+        if (this.#watcher === watcher) this.#watcher = undefined;
+      });
+      this.#watcher = watcher;
+    } catch (err) {
+      // The directory may not exist yet; the poll retries the watch.
+      this.#log?.debug(
+        { dir: this.#o.dir, code: errorCode(err) },
+        'cannot watch the certificate directory; polling',
+      );
+    }
+  }
+
+  #scheduleRead(): void {
+    if (this.#stopped) return;
+    this.#clock.clearTimeout(this.#debounce);
+    this.#debounce = this.#clock.setTimeout(() => {
+      this.#debounce = undefined;
+      void this.#runner.run();
+    }, this.#o.debounceMs ?? 100);
+  }
+
+  async #load(): Promise<void> {
+    if (this.#stopped) return;
+    const dir = this.#o.dir;
+    let cert: string;
+    let key: string;
+    let ca: string | undefined;
+    try {
+      [cert, key, ca] = await Promise.all([
+        readFile(join(dir, this.#certFile), 'utf8'),
+        readFile(join(dir, this.#keyFile), 'utf8'),
+        readOptional(join(dir, this.#caFile)),
+      ]);
+    } catch (err) {
+      this.#reject(`cannot read ${dir}: ${errorCode(err)}`);
+      return;
+    }
+    const current = this.#holder.current();
+    if (current !== undefined && current.cert === cert && current.key === key && current.ca === ca) {
+      this.#lastProblem = undefined;
+      return;
+    }
+    const checked = checkServingPair(cert, key, this.#clock.now(), {
+      certName: this.#certFile,
+      keyName: this.#keyFile,
+    });
+    if (!checked.ok) {
+      this.#reject(checked.reason);
+      return;
+    }
+    if (ca !== undefined && !parseCertificate(ca, this.#caFile).ok) {
+      this.#log?.warn({ dir, file: this.#caFile }, 'ignoring an unparsable CA file');
+      ca = undefined;
+    }
+    this.#lastProblem = undefined;
+    const info = checked.value;
+    if (this.#holder.set(ca === undefined ? { cert, key } : { cert, key, ca }, info.notAfter)) {
+      this.#log?.info(
+        {
+          dir,
+          subject: info.subject,
+          serialNumber: info.serialNumber,
+          fingerprint: info.fingerprint,
+          dnsNames: info.dnsNames,
+          notAfter: info.notAfter.toISOString(),
+        },
+        'serving certificate loaded',
+      );
+    }
+  }
+
+  #reject(reason: string): void {
+    this.#errors?.inc();
+    const keeping = this.#holder.current() !== undefined;
+    // Log a persisting problem once, not on every poll.
+    if (reason !== this.#lastProblem) {
+      this.#log?.warn(
+        { dir: this.#o.dir, reason, keepingCurrent: keeping },
+        keeping
+          ? 'rejected the serving certificate files; keeping the current pair'
+          : 'no usable serving certificate in the directory yet',
+      );
+    }
+    this.#lastProblem = reason;
+  }
+}

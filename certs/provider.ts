@@ -1,0 +1,65 @@
+// The serving-certificate provider: the one interface the admission server consumes, whatever the source
+// of the certificate (`--cert-mode`):
+//   - `selfsigned` (default): a CA shared by all replicas through a Secret, a per-replica leaf in memory
+//     (certs/selfsigned.ts), plus the leader-only caBundle reconciler (certs/cabundle.ts);
+//   - `files`: `tls.crt`/`tls.key` in `--cert-dir` (cert-manager or any Secret mount), hot-reloaded
+//     (certs/files.ts).
+//
+// Contract:
+//   - `start(signal)` begins loading/issuing and keeps the pair fresh in the background; it never throws
+//     for a transient failure (those are logged, counted in
+//     `berth_webhook_certificate_reload_errors_total` and retried). Aborting `signal` stops the provider.
+//   - `waitForCertificate(signal)` resolves once a valid pair is loaded (at once if one already is).
+//   - `current()` is the pair to serve now, or undefined before the first valid one. A pair is only ever
+//     replaced by another valid pair: a bad read keeps the old one.
+//   - `onChange(listener)` is called, after `current()` already returns the new value, whenever `cert`,
+//     `key` or `ca` change. Listeners must not throw (a throw is caught and logged). Returns unsubscribe.
+//   - `expiry()` is the serving certificate's notAfter.
+//   - `stop()` cancels timers and watchers and waits for in-flight work; `current()` stays readable.
+//
+// How an HTTPS server serves with it, without restarts (Node's https.Server or Fastify's `app.server`
+// are tls.Servers):
+//
+//   await provider.start(signal);
+//   await provider.waitForCertificate(signal);
+//   const tlsOptions = { minVersion: 'TLSv1.2' } as const;        // every option besides key/cert
+//   const pair = provider.current()!;
+//   const app = Fastify({ https: { ...tlsOptions, key: pair.key, cert: pair.cert }, ... });
+//   const detach = attachToTlsServer(provider, app.server, tlsOptions);   // certs/tls-server.ts
+//   ...
+//   detach(); await app.close(); await provider.stop();
+//
+// `attachToTlsServer` calls `server.setSecureContext({ ...tlsOptions, key, cert })` on every change: new
+// connections get the new pair, open keep-alive connections keep the old one (valid, and its CA is still in
+// the caBundle). setSecureContext rebuilds the whole context, so options such as `minVersion` must be passed
+// again each time, which is why the helper takes them.
+//
+// Readiness: `certificateReadinessCheck(provider)` (certs/readiness.ts) fails until a valid pair is loaded
+// and once the served one has expired.
+
+export type CertMode = 'selfsigned' | 'files';
+
+export interface ServingCertificate {
+  /** PEM: the leaf first, then any intermediates. */
+  readonly cert: string;
+  /** PEM private key of the leaf. Never log it. */
+  readonly key: string;
+  /**
+   * PEM bundle of the CAs clients should trust: in `selfsigned` mode the current CA followed by the previous
+   * one while it is still valid (what `caBundle` must hold); in `files` mode `ca.crt` when the directory
+   * has one.
+   */
+  readonly ca?: string;
+}
+
+export type CertificateListener = (pair: ServingCertificate) => void;
+
+export interface CertificateProvider {
+  readonly mode: CertMode;
+  start(signal?: AbortSignal): Promise<void>;
+  current(): ServingCertificate | undefined;
+  waitForCertificate(signal?: AbortSignal): Promise<void>;
+  onChange(listener: CertificateListener): () => void;
+  expiry(): Date | undefined;
+  stop(): Promise<void>;
+}
