@@ -727,4 +727,3 @@ const GENERIC: Strategy = { nameRule: 'subdomain' };
 export function strategyFor(typeKey: string): Strategy {
   return STRATEGIES[typeKey] ?? GENERIC;
 }
-

@@ -1,0 +1,248 @@
+// Binding resolution (§4.3) and its read cost (issue #6 "Cost per review"), through the shared handler
+// flow with an in-memory AdmissionIO.
+import { describe, expect, it } from 'vitest';
+import { KubeApiError } from '../../../src/kube/client.ts';
+import { berthLease, request, workload } from '../../fixtures/webhooks/objects.ts';
+import { world } from '../../fixtures/webhooks/world.ts';
+
+const rsOwner = (uid: string) => ({ kind: 'ReplicaSet' as const, name: 'web-5d9c', uid });
+
+describe('decisions without any API read', () => {
+  it('a Pod without a controller owner', async () => {
+    const w = world();
+    const d = await w.mutate(request('Pod', 'CREATE', workload('Pod', 'bare')));
+    expect(d).toEqual({ allowed: true });
+    expect(w.io.calls).toEqual([]);
+  });
+
+  it('a Pod owned by a kind that cannot be managed (DaemonSet)', async () => {
+    const w = world();
+    const pod = workload('Pod', 'ds-pod');
+    (pod.metadata as Record<string, unknown>).ownerReferences = [
+      { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'agent', uid: 'ds-uid', controller: true },
+    ];
+    expect(await w.validate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
+    expect(w.io.calls).toEqual([]);
+  });
+
+  it('a Job without an owner', async () => {
+    const w = world();
+    expect(await w.mutate(request('Job', 'CREATE', workload('Job', 'once')))).toEqual({ allowed: true });
+    expect(w.io.calls).toEqual([]);
+  });
+
+  it('a non-controller owner reference is not followed', async () => {
+    const w = world();
+    const pod = workload('Pod', 'p');
+    (pod.metadata as Record<string, unknown>).ownerReferences = [
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5d9c', uid: w.uids.replicaSet },
+    ];
+    expect(await w.mutate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
+    expect(w.io.calls).toEqual([]);
+  });
+
+  it('the mutating path leaves UPDATEs alone', async () => {
+    const w = world();
+    const pod = workload('Pod', 'p', { owner: rsOwner(w.uids.replicaSet) });
+    expect(await w.mutate(request('Pod', 'UPDATE', pod, { old: pod }))).toEqual({ allowed: true });
+    expect(w.io.calls).toEqual([]);
+  });
+
+  it('DELETE and CONNECT are allowed', async () => {
+    const w = world();
+    expect(await w.validate(request('Deployment', 'DELETE', null, { old: w.deployment }))).toEqual({
+      allowed: true,
+    });
+    expect(w.io.calls).toEqual([]);
+  });
+});
+
+describe('one LIST (limit=1) before walking an owner chain', () => {
+  it('allows a Pod of a ReplicaSet in a namespace without BerthLeases with exactly one read', async () => {
+    const w = world();
+    const pod = workload('Pod', 'p', { namespace: 'other', owner: rsOwner('x') });
+    expect(await w.validate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
+    expect(w.io.calls).toEqual([{ op: 'list-leases', namespace: 'other', limit: 1 }]);
+  });
+
+  it('does not deny an unrelated Pod whose owner is gone when no lease exists there', async () => {
+    const w = world();
+    const pod = workload('Pod', 'orphan', { namespace: 'other', owner: rsOwner('gone') });
+    expect(await w.validate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
+  });
+
+  it('walks the chain when the object claims managed metadata even without leases', async () => {
+    const w = world();
+    const pod = workload('Pod', 'p', {
+      namespace: 'other',
+      owner: rsOwner('gone'),
+      labels: { 'berth.skaphos.io/managed-lease-uid': 'forged' },
+    });
+    const d = await w.validate(request('Pod', 'CREATE', pod));
+    expect(d).toMatchObject({
+      allowed: false,
+      code: 403,
+      message: 'resolve controller owner: replicasets.apps "web-5d9c" not found',
+    });
+  });
+
+  it('a managed Pod costs the LIST plus one GET per owner (Pod -> ReplicaSet -> Deployment)', async () => {
+    const w = world();
+    const pod = workload('Pod', 'web-5d9c-x1', { owner: rsOwner(w.uids.replicaSet) });
+    const d = await w.mutate(request('Pod', 'CREATE', pod));
+    expect(d.allowed).toBe(true);
+    expect(w.io.calls).toEqual([
+      { op: 'list-leases', namespace: 'shop', limit: 1 },
+      { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
+      { op: 'get-workload', kind: 'Deployment', namespace: 'shop', name: 'web' },
+      { op: 'list-leases', namespace: 'shop', limit: undefined },
+    ]);
+  });
+
+  it('reuses a complete first page: one lease in the namespace means no second LIST', async () => {
+    const w = world();
+    w.io.leases.delete('shop/nightly');
+    const pod = workload('Pod', 'web-5d9c-x1', { owner: rsOwner(w.uids.replicaSet) });
+    await w.mutate(request('Pod', 'CREATE', pod));
+    expect(w.io.calls.map((c) => c.op)).toEqual(['list-leases', 'get-workload', 'get-workload']);
+  });
+
+  it('never caches across reviews: a lease created just before its target is seen', async () => {
+    const w = world();
+    const d1 = await w.mutate(
+      request('Deployment', 'CREATE', workload('Deployment', 'api', { namespace: 'fresh' })),
+    );
+    expect(d1).toEqual({ allowed: true });
+    w.io.addLease(berthLease('api', { namespace: 'fresh', target: { kind: 'Deployment', name: 'api' } }));
+    const d2 = await w.mutate(
+      request('Deployment', 'CREATE', workload('Deployment', 'api', { namespace: 'fresh' })),
+    );
+    expect(d2.allowed && d2.patch !== undefined && d2.patch.length > 0).toBe(true);
+  });
+});
+
+describe('resolution errors (§4.3)', () => {
+  it('a missing parent never downgrades to unmanaged (scenario 27)', async () => {
+    const w = world();
+    const pod = workload('Pod', 'p', { owner: { kind: 'ReplicaSet', name: 'gone', uid: 'gone-uid' } });
+    for (const decide of [w.mutate, w.validate]) {
+      expect(await decide(request('Pod', 'CREATE', pod))).toEqual({
+        allowed: false,
+        code: 403,
+        reason: 'resolve-owner',
+        message: 'resolve controller owner: replicasets.apps "gone" not found',
+      });
+    }
+  });
+
+  it('a failing owner GET is a denial naming the error', async () => {
+    const w = world();
+    w.io.fail(
+      'get-workload',
+      new KubeApiError(500, { code: 500, reason: 'InternalError', message: 'etcdserver: request timed out' }),
+    );
+    const pod = workload('Pod', 'p', { owner: rsOwner(w.uids.replicaSet) });
+    expect(await w.mutate(request('Pod', 'CREATE', pod))).toMatchObject({
+      allowed: false,
+      message: 'resolve controller owner: etcdserver: request timed out',
+    });
+  });
+
+  it('a failing LIST of BerthLeases is a denial', async () => {
+    const w = world();
+    w.io.fail(
+      'list-leases',
+      new KubeApiError(503, { code: 503, reason: 'ServiceUnavailable', message: 'try later' }),
+    );
+    const d = await w.mutate(request('Deployment', 'CREATE', workload('Deployment', 'web')));
+    expect(d).toMatchObject({ allowed: false, code: 403, message: 'list BerthLeases: try later' });
+  });
+
+  it('an owner whose UID changed', async () => {
+    const w = world();
+    const pod = workload('Pod', 'p', { owner: rsOwner('an-older-replicaset-uid') });
+    expect(await w.mutate(request('Pod', 'CREATE', pod))).toMatchObject({
+      allowed: false,
+      message: 'controller owner UID changed',
+    });
+  });
+
+  it('an owner chain deeper than 4', async () => {
+    const w = world();
+    // rs-0 <- rs-1 <- ... <- rs-5, each owned by the previous one.
+    for (let i = 0; i <= 5; i++) {
+      const owner =
+        i === 0 ? undefined : { kind: 'ReplicaSet' as const, name: `rs-${i - 1}`, uid: `uid-${i - 1}` };
+      w.io.addWorkload(
+        'ReplicaSet',
+        workload('ReplicaSet', `rs-${i}`, { uid: `uid-${i}`, ...(owner ? { owner } : {}) }),
+      );
+    }
+    const pod = workload('Pod', 'p', { owner: { kind: 'ReplicaSet', name: 'rs-5', uid: 'uid-5' } });
+    expect(await w.mutate(request('Pod', 'CREATE', pod))).toMatchObject({
+      allowed: false,
+      message: 'workload owner chain exceeds supported depth',
+    });
+  });
+
+  it('a chain of depth 4 resolves', async () => {
+    const w = world();
+    for (let i = 0; i <= 3; i++) {
+      const owner =
+        i === 0 ? undefined : { kind: 'ReplicaSet' as const, name: `rs-${i - 1}`, uid: `uid-${i - 1}` };
+      w.io.addWorkload(
+        'ReplicaSet',
+        workload('ReplicaSet', `rs-${i}`, { uid: `uid-${i}`, ...(owner ? { owner } : {}) }),
+      );
+    }
+    const pod = workload('Pod', 'p', { owner: { kind: 'ReplicaSet', name: 'rs-3', uid: 'uid-3' } });
+    expect(await w.mutate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
+  });
+
+  it('two BerthLeases for the same target', async () => {
+    const w = world();
+    w.io.addLease(berthLease('web-again', { target: { kind: 'Deployment', name: 'web' } }));
+    expect(await w.mutate(request('Deployment', 'CREATE', workload('Deployment', 'web')))).toMatchObject({
+      allowed: false,
+      message: 'multiple BerthLeases refer to the same target',
+    });
+  });
+
+  it('managed annotations without a live lease', async () => {
+    const w = world();
+    for (const annotation of ['berth.skaphos.io/managed-lease', 'berth.skaphos.io/managed-lease-uid']) {
+      const pod = workload('Pod', 'p', { annotations: { [annotation]: 'x' } });
+      expect(await w.mutate(request('Pod', 'CREATE', pod))).toMatchObject({
+        allowed: false,
+        message: 'managed binding has no matching live target lease',
+      });
+      const dep = workload('Deployment', 'not-targeted', { annotations: { [annotation]: 'x' } });
+      expect(await w.mutate(request('Deployment', 'CREATE', dep))).toMatchObject({
+        allowed: false,
+        message: 'managed binding has no matching live target lease',
+      });
+    }
+  });
+
+  it('matches the target by apiVersion, kind and name', async () => {
+    const w = world();
+    // Same name, other kind: a StatefulSet "web" is not the Deployment "web".
+    expect(await w.mutate(request('StatefulSet', 'CREATE', workload('StatefulSet', 'web')))).toEqual({
+      allowed: true,
+    });
+  });
+
+  it('an UPDATE that fails to resolve but is unmanaged and keeps its owners is allowed', async () => {
+    const w = world();
+    const pod = workload('Pod', 'p', { owner: { kind: 'ReplicaSet', name: 'gone', uid: 'gone-uid' } });
+    const next = structuredClone(pod);
+    (next.metadata as Record<string, unknown>).labels = { touched: 'yes' };
+    expect(await w.validate(request('Pod', 'UPDATE', next, { old: pod }))).toEqual({ allowed: true });
+    const reowned = structuredClone(next);
+    (reowned.metadata as { ownerReferences: { name: string }[] }).ownerReferences[0]!.name = 'other';
+    expect(await w.validate(request('Pod', 'UPDATE', reowned, { old: pod }))).toMatchObject({
+      allowed: false,
+      message: 'resolve controller owner: replicasets.apps "other" not found',
+    });
+  });
+});

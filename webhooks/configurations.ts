@@ -1,0 +1,404 @@
+// The Mutating and Validating webhook configurations of WorkloadAdmission (spec §4.2), built here and
+// nowhere else: deploy/ renders them from these builders. Plus the start-up check that reads the live
+// objects and refuses readiness when they would lock the cluster (or the operator itself) out, or would
+// not enforce what the operator relies on.
+import type {
+  V1LabelSelector,
+  V1MutatingWebhook,
+  V1MutatingWebhookConfiguration,
+  V1RuleWithOperations,
+  V1ValidatingWebhook,
+  V1ValidatingWebhookConfiguration,
+} from '@kubernetes/client-node';
+import {
+  MUTATE_WORKLOADS_PATH,
+  MUTATE_WORKLOADS_WEBHOOK,
+  VALIDATE_WORKLOADS_PATH,
+  VALIDATE_WORKLOADS_WEBHOOK,
+} from '../src/berth/api.ts';
+import { isNotFound, type KubeRequester, readJson } from '../src/kube/client.ts';
+import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
+import type { HealthCheck } from '../src/observability/health.ts';
+import type { Logger } from '../src/observability/logger.ts';
+import { apiErrorMessage } from './resolve.ts';
+
+/** `<fullname>-injection-workloads` of the original chart, with fullname `berth-operator`. */
+export const DEFAULT_CONFIGURATION_NAME = 'berth-operator-injection-workloads';
+/**
+ * The webhook Service (port 443 -> container port `webhook`, 9443); certs/'s `--webhook-service-name`
+ * default, for which the serving certificate is issued. (The original chart's `<fullname>-injection`.)
+ */
+export const DEFAULT_SERVICE_NAME = 'berth-operator-webhook';
+export const DEFAULT_SERVICE_PORT = 443;
+export const WEBHOOK_TIMEOUT_SECONDS = 10;
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+/** Never admitted through these webhooks: the control plane's own namespace. */
+export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system'] as const;
+
+export const MUTATING_SIDE_EFFECTS = 'None';
+/** The validating webhook writes BerthLease status (recordTarget), except on dry-run. */
+export const VALIDATING_SIDE_EFFECTS = 'NoneOnDryRun';
+
+export interface WebhookConfigurationParams {
+  /** The operator namespace: the Service lives there and it is never admitted. */
+  namespace: string;
+  serviceName?: string;
+  servicePort?: number;
+  /** Name of both configuration objects. */
+  name?: string;
+  /** base64 PEM CA bundle; omit when a CA injector (cert-manager) fills it. */
+  caBundle?: string;
+  /** Extra metadata annotations, e.g. `cert-manager.io/inject-ca-from`. */
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+}
+
+const WORKLOAD_RESOURCES = [
+  { group: 'apps', resources: ['deployments', 'statefulsets', 'replicasets'] },
+  { group: 'batch', resources: ['cronjobs', 'jobs'] },
+  { group: '', resources: ['pods'] },
+] as const;
+
+function rules(operations: string[], withBinding: boolean): V1RuleWithOperations[] {
+  const out: V1RuleWithOperations[] = WORKLOAD_RESOURCES.map((r) => ({
+    apiGroups: [r.group],
+    apiVersions: ['v1'],
+    operations: [...operations],
+    resources: [...r.resources],
+    scope: 'Namespaced',
+  }));
+  if (withBinding) {
+    out.push({
+      apiGroups: [''],
+      apiVersions: ['v1'],
+      operations: ['CREATE'],
+      resources: ['pods/binding'],
+      scope: 'Namespaced',
+    });
+  }
+  return out;
+}
+
+export function excludedNamespaces(namespace: string): string[] {
+  return [...new Set([namespace, ...ALWAYS_EXCLUDED_NAMESPACES])];
+}
+
+export function namespaceSelector(namespace: string): V1LabelSelector {
+  return {
+    matchExpressions: [
+      { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: excludedNamespaces(namespace) },
+    ],
+  };
+}
+
+function common(p: WebhookConfigurationParams, path: string) {
+  return {
+    admissionReviewVersions: ['v1'],
+    clientConfig: {
+      service: {
+        namespace: p.namespace,
+        name: p.serviceName ?? DEFAULT_SERVICE_NAME,
+        port: p.servicePort ?? DEFAULT_SERVICE_PORT,
+        path,
+      },
+      ...(p.caBundle ? { caBundle: p.caBundle } : {}),
+    },
+    failurePolicy: 'Fail',
+    matchPolicy: 'Equivalent',
+    // No objectSelector: workloads cannot opt out with labels.
+    namespaceSelector: namespaceSelector(p.namespace),
+    timeoutSeconds: WEBHOOK_TIMEOUT_SECONDS,
+  };
+}
+
+function metadata(p: WebhookConfigurationParams) {
+  return {
+    name: p.name ?? DEFAULT_CONFIGURATION_NAME,
+    labels: {
+      'app.kubernetes.io/name': 'berth-operator',
+      'app.kubernetes.io/component': 'workload-admission',
+      ...p.labels,
+    },
+    ...(p.annotations && Object.keys(p.annotations).length > 0 ? { annotations: { ...p.annotations } } : {}),
+  };
+}
+
+export function mutatingWebhookConfiguration(p: WebhookConfigurationParams): V1MutatingWebhookConfiguration {
+  const webhook: V1MutatingWebhook = {
+    name: MUTATE_WORKLOADS_WEBHOOK,
+    ...common(p, MUTATE_WORKLOADS_PATH),
+    reinvocationPolicy: 'Never',
+    rules: rules(['CREATE'], false),
+    sideEffects: MUTATING_SIDE_EFFECTS,
+  };
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: metadata(p),
+    webhooks: [webhook],
+  };
+}
+
+export function validatingWebhookConfiguration(
+  p: WebhookConfigurationParams,
+): V1ValidatingWebhookConfiguration {
+  const webhook: V1ValidatingWebhook = {
+    name: VALIDATE_WORKLOADS_WEBHOOK,
+    ...common(p, VALIDATE_WORKLOADS_PATH),
+    rules: rules(['CREATE', 'UPDATE'], true),
+    sideEffects: VALIDATING_SIDE_EFFECTS,
+  };
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: metadata(p),
+    webhooks: [webhook],
+  };
+}
+
+// ---- verification of the live objects ----
+
+/** Label selector semantics (matchLabels AND every matchExpression), as the API server applies them. */
+export function selectorMatches(
+  selector: V1LabelSelector | undefined,
+  labels: Record<string, string>,
+): boolean {
+  if (selector === undefined) return true;
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector.matchExpressions ?? []) {
+    const has = Object.hasOwn(labels, e.key);
+    const values = e.values ?? [];
+    switch (e.operator) {
+      case 'In':
+        if (!has || !values.includes(labels[e.key]!)) return false;
+        break;
+      case 'NotIn':
+        if (has && values.includes(labels[e.key]!)) return false;
+        break;
+      case 'Exists':
+        if (!has) return false;
+        break;
+      case 'DoesNotExist':
+        if (has) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+type AnyWebhook = V1MutatingWebhook | V1ValidatingWebhook;
+
+// Rule matching as the API server does it: `*` is every resource but no subresource, `*/*` everything.
+function resourceMatches(patterns: string[], resource: string): boolean {
+  const [res, sub] = resource.split('/', 2) as [string, string | undefined];
+  return patterns.some((p) => {
+    if (p === '*/*' || p === resource) return true;
+    if (sub === undefined) return p === '*';
+    return p === `${res}/*` || p === `*/${sub}`;
+  });
+}
+
+const covers = (rule: V1RuleWithOperations, group: string, resource: string, operation: string): boolean => {
+  const has = (list: string[] | undefined, v: string): boolean =>
+    (list ?? []).includes(v) || (list ?? []).includes('*');
+  return (
+    has(rule.apiGroups, group) &&
+    has(rule.apiVersions, 'v1') &&
+    resourceMatches(rule.resources ?? [], resource) &&
+    has(rule.operations, operation)
+  );
+};
+
+function verifyWebhook(
+  what: string,
+  live: AnyWebhook | undefined,
+  expected: AnyWebhook,
+  namespace: string,
+): string[] {
+  if (live === undefined) return [`${what} has no webhook ${JSON.stringify(expected.name)}`];
+  const problems: string[] = [];
+  const at = `${what} webhook ${JSON.stringify(expected.name)}`;
+  const path = live.clientConfig?.service?.path;
+  if (path !== expected.clientConfig.service?.path) {
+    problems.push(
+      `${at} calls path ${JSON.stringify(path ?? '')}, want ${JSON.stringify(expected.clientConfig.service?.path)}`,
+    );
+  }
+  // The v1 API defaults failurePolicy to Fail and timeoutSeconds to 10; a live object always has both.
+  const failurePolicy = live.failurePolicy ?? 'Fail';
+  if (failurePolicy !== expected.failurePolicy) {
+    problems.push(`${at} has failurePolicy ${failurePolicy}, want ${expected.failurePolicy}`);
+  }
+  const timeout = live.timeoutSeconds ?? WEBHOOK_TIMEOUT_SECONDS;
+  if (timeout !== expected.timeoutSeconds) {
+    problems.push(`${at} has timeoutSeconds ${timeout}, want ${expected.timeoutSeconds}`);
+  }
+  if (live.sideEffects !== expected.sideEffects) {
+    problems.push(`${at} has sideEffects ${live.sideEffects ?? '(none)'}, want ${expected.sideEffects}`);
+  }
+  for (const ns of excludedNamespaces(namespace)) {
+    if (selectorMatches(live.namespaceSelector, { [NAMESPACE_NAME_LABEL]: ns })) {
+      const own = ns === namespace ? 'the operator namespace ' : '';
+      problems.push(
+        `${at} does not exclude ${own}${JSON.stringify(ns)} (namespaceSelector must exclude ${NAMESPACE_NAME_LABEL} NotIn [${excludedNamespaces(namespace).join(', ')}])`,
+      );
+    }
+  }
+  const objectSelector = live.objectSelector;
+  if (
+    objectSelector !== undefined &&
+    ((objectSelector.matchExpressions ?? []).length > 0 ||
+      Object.keys(objectSelector.matchLabels ?? {}).length > 0)
+  ) {
+    problems.push(`${at} has an objectSelector: workloads could opt out of admission`);
+  }
+  for (const rule of expected.rules ?? []) {
+    for (const group of rule.apiGroups ?? []) {
+      for (const resource of rule.resources ?? []) {
+        for (const op of rule.operations ?? []) {
+          if (!(live.rules ?? []).some((r) => covers(r, group, resource, op))) {
+            problems.push(`${at} does not cover ${op} of ${group === '' ? '' : `${group}/`}${resource}`);
+          }
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+export interface LiveConfigurations {
+  /** Undefined when the object does not exist. */
+  mutating: V1MutatingWebhookConfiguration | undefined;
+  validating: V1ValidatingWebhookConfiguration | undefined;
+}
+
+/**
+ * What is wrong with the live configurations, one line each; empty when they are as the builders make
+ * them in every respect that matters: the operator namespace (and kube-system) excluded, failurePolicy
+ * Fail, timeout 10 s, side-effect classes, paths, no objectSelector, and every rule covered.
+ */
+export function verifyWebhookConfigurations(
+  live: LiveConfigurations,
+  p: WebhookConfigurationParams,
+): string[] {
+  const problems: string[] = [];
+  const name = p.name ?? DEFAULT_CONFIGURATION_NAME;
+  const want = { m: mutatingWebhookConfiguration(p), v: validatingWebhookConfiguration(p) };
+  const mWant = want.m.webhooks![0]!;
+  const vWant = want.v.webhooks![0]!;
+  if (live.mutating === undefined)
+    problems.push(`MutatingWebhookConfiguration ${JSON.stringify(name)} does not exist`);
+  else {
+    const hook = (live.mutating.webhooks ?? []).find((w) => w.name === mWant.name);
+    problems.push(
+      ...verifyWebhook(`MutatingWebhookConfiguration ${JSON.stringify(name)}`, hook, mWant, p.namespace),
+    );
+  }
+  if (live.validating === undefined) {
+    problems.push(`ValidatingWebhookConfiguration ${JSON.stringify(name)} does not exist`);
+  } else {
+    const hook = (live.validating.webhooks ?? []).find((w) => w.name === vWant.name);
+    problems.push(
+      ...verifyWebhook(`ValidatingWebhookConfiguration ${JSON.stringify(name)}`, hook, vWant, p.namespace),
+    );
+  }
+  return problems;
+}
+
+const CONFIG_PATH = '/apis/admissionregistration.k8s.io/v1';
+
+/** Reads both live configurations (undefined for one that does not exist). */
+export async function readWebhookConfigurations(
+  transport: KubeRequester,
+  name: string,
+): Promise<LiveConfigurations> {
+  const get = async <T>(plural: string): Promise<T | undefined> => {
+    try {
+      return await readJson<T>(
+        await transport.request({ path: `${CONFIG_PATH}/${plural}/${encodeURIComponent(name)}` }),
+      );
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw new Error(`cannot read ${plural}/${name}: ${apiErrorMessage(err)}`);
+    }
+  };
+  const [mutating, validating] = await Promise.all([
+    get<V1MutatingWebhookConfiguration>('mutatingwebhookconfigurations'),
+    get<V1ValidatingWebhookConfiguration>('validatingwebhookconfigurations'),
+  ]);
+  return { mutating, validating };
+}
+
+export interface ConfigurationCheckOptions {
+  read: () => Promise<LiveConfigurations>;
+  params: WebhookConfigurationParams;
+  logger?: Logger;
+  clock?: Clock;
+  /** Delay between attempts while the check fails. Default 10 s. */
+  retryMs?: number;
+}
+
+export interface ConfigurationCheck {
+  /** Readiness: fails until the live configurations have been verified once. */
+  readonly check: HealthCheck;
+  /** Runs the first verification now and retries until it passes. */
+  start(): Promise<void>;
+  stop(): void;
+  readonly problems: readonly string[];
+}
+
+/**
+ * The start-up guard. Until the live configurations pass, readiness fails with the problems (and each new
+ * set of problems is logged once as an error). Once they pass, it stops: un-readying every replica later
+ * because someone edited a configuration would turn that edit into a cluster-wide admission outage.
+ */
+export function configurationCheck(options: ConfigurationCheckOptions): ConfigurationCheck {
+  const clock = options.clock ?? realClock;
+  let problems: string[] = ['webhook configurations not verified yet'];
+  let passed = false;
+  let stopped = false;
+  let timer: Timer | undefined;
+  let lastLogged = '';
+
+  const attempt = async (): Promise<void> => {
+    let found: string[];
+    try {
+      found = verifyWebhookConfigurations(await options.read(), options.params);
+    } catch (err) {
+      found = [err instanceof Error ? err.message : String(err)];
+    }
+    if (stopped) return;
+    if (found.length === 0) {
+      passed = true;
+      problems = [];
+      options.logger?.info('webhook configurations verified');
+      return;
+    }
+    problems = found;
+    const summary = found.join('; ');
+    if (summary !== lastLogged) {
+      lastLogged = summary;
+      options.logger?.error(
+        { problems: found },
+        `refusing readiness: webhook configurations are unsafe: ${summary}`,
+      );
+    }
+    timer = clock.setTimeout(() => void attempt(), options.retryMs ?? 10_000);
+  };
+
+  return {
+    check: () => {
+      if (!passed) throw new Error(problems.join('; '));
+    },
+    start: () => attempt(),
+    stop: () => {
+      stopped = true;
+      timer?.cancel();
+    },
+    get problems() {
+      return problems;
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// AdmissionIO over the API server: every read is a direct request (no informer cache; LISTs carry no
+// resourceVersion, so they are consistent reads from storage, never a possibly stale watch cache), made
+// through the project's client-node transport and aborted with the review's deadline.
+import { API_VERSION, GROUP, PLURAL, VERSION } from '../src/berth/api.ts';
+import {
+  isNotFound,
+  type KubeRequester,
+  type RawRequest,
+  readJson,
+  resourcePath,
+} from '../src/kube/client.ts';
+import type { AdmissionIO, JsonObject, LeaseList } from './io.ts';
+import { OWNER_RESOURCES, type WorkloadKind } from './workload.ts';
+
+const isRecord = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const leasesPath = (namespace: string): string =>
+  resourcePath({ group: GROUP, version: VERSION, plural: PLURAL, namespace });
+
+function workloadPath(kind: WorkloadKind, namespace: string, name: string): string {
+  if (kind === 'Pod')
+    return `${resourcePath({ version: 'v1', plural: 'pods', namespace })}/${encodeURIComponent(name)}`;
+  const r = OWNER_RESOURCES[kind];
+  if (r === undefined) throw new Error(`cannot read objects of kind ${kind}`);
+  return `${resourcePath({ group: r.group, version: 'v1', plural: r.plural, namespace })}/${encodeURIComponent(name)}`;
+}
+
+/** An AdmissionIO whose requests are aborted with `signal`. */
+export function kubeAdmissionIO(transport: KubeRequester, signal?: AbortSignal): AdmissionIO {
+  const send = async (req: RawRequest): Promise<unknown> =>
+    readJson<unknown>(await transport.request(signal ? { ...req, signal } : req));
+  const getOrUndefined = async (path: string): Promise<JsonObject | undefined> => {
+    try {
+      const body = await send({ path });
+      if (!isRecord(body)) throw new Error(`GET ${path}: the API server answered with a non-object`);
+      return body;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+  return {
+    async listLeases(namespace: string, limit?: number): Promise<LeaseList> {
+      const body = await send({ path: leasesPath(namespace), query: { limit } });
+      const items = isRecord(body) && Array.isArray(body.items) ? body.items.filter(isRecord) : [];
+      const metadata = isRecord(body) && isRecord(body.metadata) ? body.metadata : {};
+      const more = typeof metadata.continue === 'string' && metadata.continue !== '';
+      return { items, complete: !more };
+    },
+    getLease: (namespace, name) => getOrUndefined(`${leasesPath(namespace)}/${encodeURIComponent(name)}`),
+    getWorkload: (kind, namespace, name) => getOrUndefined(workloadPath(kind, namespace, name)),
+    async updateLeaseStatus(lease: JsonObject): Promise<void> {
+      const metadata = isRecord(lease.metadata) ? lease.metadata : {};
+      const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : '';
+      const name = typeof metadata.name === 'string' ? metadata.name : '';
+      await send({
+        method: 'PUT',
+        path: `${leasesPath(namespace)}/${encodeURIComponent(name)}/status`,
+        body: { ...lease, apiVersion: API_VERSION },
+      });
+    },
+  };
+}
