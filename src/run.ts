@@ -2,6 +2,16 @@
 // and metrics server, leader election, and — as later issues add them — the certificate provider,
 // admission server, informers and controllers) and runs it until SIGTERM/SIGINT or lost leadership.
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { CaBundleReconciler } from '../certs/cabundle.ts';
+import { type CertConfig, certFlags, parseCertConfig } from '../certs/config.ts';
+import { createCertificateProvider } from '../certs/create.ts';
+import type { CertificateProvider } from '../certs/provider.ts';
+import { certificateReadinessCheck } from '../certs/readiness.ts';
+import { configurationCheck, readWebhookConfigurations } from '../webhooks/configurations.ts';
+import { parseWebhookConfig, type WebhookConfig, webhookFlags } from '../webhooks/flags.ts';
+import { AdmissionServer } from '../webhooks/server.ts';
+import { kubeWorkloadAdmission } from '../webhooks/workload-admission.ts';
 import type { CommandSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
 import { parseRunConfig, RUN_FLAG_SPECS, type RunConfig, resolveOperatorNamespace } from './config.ts';
@@ -21,17 +31,23 @@ import { createRegistry } from './observability/metrics.ts';
 export const runCommand: CommandSpec = {
   name: 'run',
   summary: 'Run the operator against the cluster of the kubeconfig (or in-cluster) until SIGTERM/SIGINT.',
-  flags: [...RUN_FLAG_SPECS, ...nodeTaintFlags],
+  flags: [...RUN_FLAG_SPECS, ...webhookFlags, ...certFlags, ...nodeTaintFlags],
 };
 
 /** The domain features' own configurations, parsed from the same flags. */
 export interface FeatureConfigs {
+  webhook: WebhookConfig;
+  certs: CertConfig;
   nodeTaint: NodeTaintConfig;
 }
 
 /** Validates the feature flags (one-line UsageError on a bad value). */
 export function parseFeatureConfigs(flags: FlagValues, namespace: string): FeatureConfigs {
-  return { nodeTaint: parseNodeTaintConfig(flags, { operatorNamespace: namespace }) };
+  return {
+    webhook: parseWebhookConfig(flags),
+    certs: parseCertConfig(flags),
+    nodeTaint: parseNodeTaintConfig(flags, { operatorNamespace: namespace }),
+  };
 }
 
 /** Identifies this controller in Events (events.k8s.io/v1 reportingController). */
@@ -87,6 +103,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     reportingInstance: identity.slice(0, 128),
     logger,
   });
+  if (features.webhook.enableWorkloadAdmission) addWorkloadAdmission(manager, deps, registry);
   if (features.nodeTaint.enabled) {
     const guard = new NodeTaintGuard({ config: features.nodeTaint, transport, recorder, registry, logger });
     for (const runnable of guard.runnables()) manager.add(runnable);
@@ -100,6 +117,80 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     stop: () => transport.close(),
   });
   return { manager, logger };
+}
+
+/**
+ * WorkloadAdmission on every replica: the serving certificate (ready once a valid pair is loaded), the
+ * HTTPS admission server, the check that the live webhook configurations exclude this namespace and keep
+ * their fail-closed settings, and on the leader, in selfsigned mode, the caBundle reconciler.
+ */
+function addWorkloadAdmission(manager: Manager, deps: OperatorDeps, registry: Registry): void {
+  const { features, logger, namespace, kubeConfig: kc } = deps;
+  const { webhook, certs } = features;
+  const provider: CertificateProvider = createCertificateProvider(certs, { kc, namespace, logger, registry });
+  manager.probes.addReadyzCheck('webhook-certificate', certificateReadinessCheck(provider));
+  manager.add({
+    name: 'webhook-certificate',
+    needLeaderElection: false,
+    group: 'certificates',
+    start: async (signal) => {
+      await provider.start(signal);
+      await provider.waitForCertificate(signal);
+    },
+    stop: () => provider.stop(),
+  });
+
+  const transport = new KubeTransport(kc);
+  const params = { namespace, serviceName: certs.webhookServiceName, name: webhook.webhookConfigurationName };
+  const liveCheck = configurationCheck({
+    read: () => readWebhookConfigurations(transport, webhook.webhookConfigurationName),
+    params,
+    logger,
+  });
+  manager.probes.addReadyzCheck('webhook-configurations', liveCheck.check);
+  let server: AdmissionServer | undefined;
+  let admission: ReturnType<typeof kubeWorkloadAdmission> | undefined;
+  manager.add({
+    name: 'admission-server',
+    needLeaderElection: false,
+    group: 'webhooks',
+    start: async () => {
+      admission = kubeWorkloadAdmission({ kc, operatorUser: webhook.workloadOperatorUser, registry });
+      server = new AdmissionServer({
+        port: webhook.webhookPort,
+        certificates: provider,
+        handlers: admission.handlers,
+        registry,
+        logger,
+      });
+      await server.start();
+      manager.probes.addReadyzCheck('webhook', server.startedCheck);
+      void liveCheck.start();
+    },
+    stop: async () => {
+      liveCheck.stop();
+      await server?.close();
+      admission?.close();
+      transport.close();
+    },
+  });
+
+  if (certs.certMode === 'selfsigned') {
+    const reconciler = new CaBundleReconciler({
+      kc,
+      mutatingWebhookConfiguration: webhook.webhookConfigurationName,
+      validatingWebhookConfiguration: webhook.webhookConfigurationName,
+      source: provider,
+      logger,
+      registry,
+    });
+    manager.add({
+      name: 'webhook-cabundle',
+      needLeaderElection: true,
+      start: (signal) => reconciler.start(signal),
+      stop: () => reconciler.stop(),
+    });
+  }
 }
 
 export interface RunIO {
