@@ -1,22 +1,8 @@
 // Composition root of the berth-operator process: picks the subcommand, parses its flags, runs it.
-import { centralCommand, runCentral } from './central/command.ts';
-import { type CommandSpec, helpText, parseFlags, programHelp, UsageError } from './cli.ts';
-import { runCommand, runOperator } from './run.ts';
-import { runSandbox, sandboxCommand } from './sandbox/command.ts';
+import { helpText, parseFlags, programHelp, UsageError } from './cli.ts';
+import { COMMANDS } from './commands.ts';
 
 const PROGRAM = 'berth-operator';
-
-interface Command {
-  spec: CommandSpec;
-  /** Resolves with the process exit code. */
-  run(flags: Record<string, unknown>): Promise<number>;
-}
-
-const COMMANDS: Command[] = [
-  { spec: runCommand, run: (flags) => runOperator(flags as never) },
-  { spec: sandboxCommand, run: (flags) => runSandbox(flags as never, process.stdout).then(() => 0) },
-  { spec: centralCommand, run: (flags) => runCentral(flags as never) },
-];
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

@@ -1,0 +1,19 @@
+// Every subcommand: its flag specs (for --help and the generated README tables) and how it runs.
+import { centralCommand, runCentral } from './central/command.ts';
+import type { CommandSpec } from './cli.ts';
+import { runCommand, runOperator } from './run.ts';
+import { runSandbox, sandboxCommand } from './sandbox/command.ts';
+
+export interface Command {
+  spec: CommandSpec;
+  /** Resolves with the process exit code. */
+  run(flags: Record<string, unknown>): Promise<number>;
+}
+
+export const COMMANDS: readonly Command[] = [
+  { spec: runCommand, run: (flags) => runOperator(flags as never) },
+  { spec: sandboxCommand, run: (flags) => runSandbox(flags as never, process.stdout).then(() => 0) },
+  { spec: centralCommand, run: (flags) => runCentral(flags as never) },
+];
+
+export const COMMAND_SPECS: readonly CommandSpec[] = COMMANDS.map((c) => c.spec);
