@@ -12,6 +12,9 @@ import { configurationCheck, readWebhookConfigurations } from '../webhooks/confi
 import { parseWebhookConfig, type WebhookConfig, webhookFlags } from '../webhooks/flags.ts';
 import { AdmissionServer } from '../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../webhooks/workload-admission.ts';
+import { type BerthConfig, berthFlags, leaseClientFor, parseBerthConfig } from './berth/config.ts';
+import { BerthLeaseController } from './berth/controller.ts';
+import { CENTRAL_READINESS_CHECK, centralReadinessCheck } from './berth/readiness.ts';
 import type { CommandSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
 import { parseRunConfig, RUN_FLAG_SPECS, type RunConfig, resolveOperatorNamespace } from './config.ts';
@@ -31,11 +34,12 @@ import { createRegistry } from './observability/metrics.ts';
 export const runCommand: CommandSpec = {
   name: 'run',
   summary: 'Run the operator against the cluster of the kubeconfig (or in-cluster) until SIGTERM/SIGINT.',
-  flags: [...RUN_FLAG_SPECS, ...webhookFlags, ...certFlags, ...nodeTaintFlags],
+  flags: [...RUN_FLAG_SPECS, ...berthFlags, ...webhookFlags, ...certFlags, ...nodeTaintFlags],
 };
 
 /** The domain features' own configurations, parsed from the same flags. */
 export interface FeatureConfigs {
+  berth: BerthConfig;
   webhook: WebhookConfig;
   certs: CertConfig;
   nodeTaint: NodeTaintConfig;
@@ -44,6 +48,7 @@ export interface FeatureConfigs {
 /** Validates the feature flags (one-line UsageError on a bad value). */
 export function parseFeatureConfigs(flags: FlagValues, namespace: string): FeatureConfigs {
   return {
+    berth: parseBerthConfig(flags),
     webhook: parseWebhookConfig(flags),
     certs: parseCertConfig(flags),
     nodeTaint: parseNodeTaintConfig(flags, { operatorNamespace: namespace }),
@@ -103,6 +108,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     reportingInstance: identity.slice(0, 128),
     logger,
   });
+  if (features.berth.apiServer !== '') addBerthLeases(manager, deps, { transport, recorder, registry });
   if (features.webhook.enableWorkloadAdmission) addWorkloadAdmission(manager, deps, registry);
   if (features.nodeTaint.enabled) {
     const guard = new NodeTaintGuard({ config: features.nodeTaint, transport, recorder, registry, logger });
@@ -117,6 +123,54 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     stop: () => transport.close(),
   });
   return { manager, logger };
+}
+
+/**
+ * The BerthLease controller (its cache on every replica, the controller on the leader), when
+ * `--berth-api-server` is set. The BerthLease CRD must be installed. In lease-only mode the replicas'
+ * readiness includes the central API's /healthz (check `berth-api`), as in the Go operator.
+ */
+function addBerthLeases(
+  manager: Manager,
+  deps: OperatorDeps,
+  shared: { transport: KubeTransport; recorder: EventRecorder; registry: Registry },
+): void {
+  const { features, logger, namespace } = deps;
+  const config = features.berth;
+  if (config.clusterId === '')
+    logger.warn(
+      "no --cluster-id: each BerthLease's spec.holderIdentity is its holder, so the same BerthLease in several clusters would share one holder",
+    );
+  // Never the API key: only whether one is configured.
+  logger.info(
+    {
+      berthApiServer: config.apiServer,
+      clusterId: config.clusterId,
+      credentialSource: config.apiKey !== '' ? 'api-key' : config.apiKeyFile !== '' ? 'api-key-file' : 'none',
+    },
+    'BerthLease controller enabled',
+  );
+  const leaseClient = leaseClientFor(config, logger);
+  const leases = new BerthLeaseController({
+    transport: shared.transport,
+    leaseClient,
+    clusterIdentity: config.clusterId,
+    operatorNamespace: features.webhook.workloadOperatorNamespace || namespace,
+    maxConcurrentReconciles: config.maxConcurrentReconciles,
+    recorder: shared.recorder,
+    registry: shared.registry,
+    logger,
+  });
+  for (const runnable of leases.runnables()) manager.add(runnable);
+  if (!features.webhook.enableWorkloadAdmission)
+    manager.probes.addReadyzCheck(CENTRAL_READINESS_CHECK, centralReadinessCheck(leaseClient));
+  manager.add({
+    name: 'berth-lease-client',
+    needLeaderElection: false,
+    group: 'certificates',
+    start: async () => {},
+    stop: async () => leaseClient.close(),
+  });
 }
 
 /**

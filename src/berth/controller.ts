@@ -1,0 +1,162 @@
+// The BerthLease controller: a BerthLease informer (all namespaces) feeding a Controller named
+// `berthlease` whose reconcile is BerthLeaseReconciler, each reconcile bounded at 5 s. The cache only
+// triggers reconciles; the reconciler reads the object from the API server. Watch events caused by
+// the reconciler's own status writes are dropped (ownwrites.ts); heartbeats are requeues.
+//
+// As Manager runnables (`runnables()`): the cache on every replica (group "caches", warm for a new
+// leader) and the controller on the elected leader only.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { KubeRequester } from '../kube/client.ts';
+import { type Clock, realClock } from '../kube/clock.ts';
+import { Controller } from '../kube/controller.ts';
+import { type BackoffPolicy, Informer, objectKey } from '../kube/informer.ts';
+import type { Runnable } from '../kube/manager.ts';
+import type { Logger } from '../observability/logger.ts';
+import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, VERSION } from './api.ts';
+import type { LeaseClient } from './leaseclient.ts';
+import { type BerthLeaseApi, kubeBerthLeaseApi } from './leaseio.ts';
+import { OwnWrites } from './ownwrites.ts';
+import { BerthLeaseReconciler, CONTROLLER_NAME, type LeaseEventRecorder } from './reconciler.ts';
+import type { WorkloadManager } from './workload-manager.ts';
+
+/** Default concurrent reconciles: a hung central call holds a worker for up to 2.5 s. */
+export const DEFAULT_MAX_CONCURRENT_RECONCILES = 4;
+
+export interface BerthLeaseControllerOptions {
+  /** e.g. `new KubeTransport(kc)`: used by the informer and the reconciler's direct reads and writes. */
+  transport: KubeRequester;
+  /** The central lease API (required). */
+  leaseClient: LeaseClient | undefined;
+  /** `--cluster-id`. */
+  clusterIdentity: string;
+  operatorNamespace: string;
+  /** The managed-workload path; default lease-only. */
+  workloads?: WorkloadManager;
+  recorder?: LeaseEventRecorder;
+  /** Decides deadlines and requeues (tests pass a ManualClock). Default: the real clock. */
+  clock?: Clock;
+  /** Timeouts and backoff of the informer. Default: the real clock. */
+  informerClock?: Clock;
+  informerBackoff?: Partial<BackoffPolicy>;
+  /** Overrides the Kubernetes edge of the reconciler (tests). */
+  api?: BerthLeaseApi;
+  maxConcurrentReconciles?: number;
+  registry?: Registry;
+  logger?: Logger;
+}
+
+export class BerthLeaseController {
+  readonly name = CONTROLLER_NAME;
+  /** Triggers only: objects are read from the API server when reconciled. */
+  readonly informer: Informer<KubernetesObject>;
+  readonly reconciler: BerthLeaseReconciler;
+  readonly controller: Controller;
+  readonly ownWrites: OwnWrites;
+  readonly #stopInformer = new AbortController();
+  #started = false;
+
+  constructor(options: BerthLeaseControllerOptions) {
+    this.informer = new Informer<KubernetesObject>({
+      name: CONTROLLER_NAME,
+      transport: options.transport,
+      resource: { group: GROUP, version: VERSION, plural: PLURAL },
+      clock: options.informerClock ?? realClock,
+      ...(options.informerBackoff ? { backoff: options.informerBackoff } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.registry ? { registry: options.registry } : {}),
+    });
+    // The controller is created below; the tracker re-enqueues through it.
+    this.ownWrites = new OwnWrites((key) => this.controller.enqueue(key));
+    this.reconciler = new BerthLeaseReconciler({
+      api: options.api ?? kubeBerthLeaseApi(options.transport),
+      leaseClient: options.leaseClient,
+      clusterIdentity: options.clusterIdentity,
+      operatorNamespace: options.operatorNamespace,
+      writes: this.ownWrites,
+      ...(options.workloads ? { workloads: options.workloads } : {}),
+      ...(options.recorder ? { recorder: options.recorder } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.registry ? { registry: options.registry } : {}),
+    });
+    this.controller = new Controller({
+      name: CONTROLLER_NAME,
+      reconcile: this.reconciler.reconcile,
+      reconcileTimeoutMs: LOCAL_TIMEOUT_MS,
+      maxConcurrentReconciles: options.maxConcurrentReconciles ?? DEFAULT_MAX_CONCURRENT_RECONCILES,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.registry ? { registry: options.registry } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    }).watches(this.informer, {
+      predicate: (lease, old) =>
+        old === undefined || !this.ownWrites.isOwn(objectKey(lease), lease.metadata?.resourceVersion),
+    });
+    this.informer.addEventHandler({
+      onDelete: (lease) => this.ownWrites.forget(objectKey(lease)),
+    });
+  }
+
+  /** Starts listing and watching (idempotent). */
+  startInformer(): void {
+    this.informer.start(this.#stopInformer.signal);
+  }
+
+  /** Leader only: starts the informer if needed, waits for its sync, runs the workers. Call once. */
+  async start(signal?: AbortSignal): Promise<void> {
+    this.startInformer();
+    signal?.addEventListener('abort', () => void this.stop(), { once: true });
+    await this.#startController(signal);
+  }
+
+  /** Finishes in-flight reconciles (unless `grace` aborts first), then stops the informer. */
+  async stop(grace?: AbortSignal): Promise<void> {
+    await this.#stopController(grace);
+    await this.#stopCache();
+  }
+
+  /** The cache on every replica, the controller on the elected leader only. */
+  runnables(): [Runnable, Runnable] {
+    return [
+      {
+        name: `${CONTROLLER_NAME}-cache`,
+        needLeaderElection: false,
+        group: 'caches',
+        start: async (signal) => {
+          this.startInformer();
+          await this.informer.waitForSync(signal);
+        },
+        stop: () => this.#stopCache(),
+      },
+      {
+        name: CONTROLLER_NAME,
+        needLeaderElection: true,
+        start: async (signal) => {
+          this.startInformer();
+          await this.#startController(signal);
+        },
+        stop: () => this.#stopController(),
+      },
+    ];
+  }
+
+  /** Readiness of the cache (for ProbeServer.addReadyzCheck). */
+  readinessCheck(): { name: string; check: () => void } {
+    return { name: this.informer.name, check: this.informer.readinessCheck() };
+  }
+
+  async #startController(signal?: AbortSignal): Promise<void> {
+    if (this.#started) throw new Error(`${CONTROLLER_NAME} already started`);
+    this.#started = true;
+    await this.controller.start(signal);
+  }
+
+  async #stopController(grace?: AbortSignal): Promise<void> {
+    await this.controller.stop(grace);
+    this.reconciler.reset();
+  }
+
+  async #stopCache(): Promise<void> {
+    this.#stopInformer.abort();
+    await this.informer.stop();
+  }
+}

@@ -1,0 +1,40 @@
+// The BerthLease controller's own metrics (the original has none): whether this cluster holds each
+// lease, how long central Acquire calls take, and ownership transitions.
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from '../observability/metrics.ts';
+
+export type AcquireOutcome = 'acquired' | 'held-by-other' | 'error';
+export type TransitionState = 'held' | 'waiting' | 'released';
+
+export interface BerthLeaseMetrics {
+  /** 1 while this cluster's status claims the lease, else 0; removed with the BerthLease. */
+  held: Gauge<'namespace' | 'name'>;
+  acquireDuration: Histogram<'outcome'>;
+  transitions: Counter<'namespace' | 'name' | 'state'>;
+}
+
+/** Central calls are bounded at 2.5 s; buckets from 5 ms up to that bound and the client default. */
+export const ACQUIRE_DURATION_BUCKETS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+
+export function berthLeaseMetrics(registry: Registry): BerthLeaseMetrics {
+  return {
+    held: getOrCreateGauge(registry, {
+      name: 'berth_lease_held',
+      help: 'Whether this cluster holds the BerthLease at the central Berth lease API (1) or not (0).',
+      labelNames: ['namespace', 'name'],
+    }),
+    acquireDuration: getOrCreateHistogram(registry, {
+      name: 'berth_lease_acquire_duration_seconds',
+      help: 'Duration of central Acquire calls by outcome (acquired, held-by-other, error).',
+      labelNames: ['outcome'],
+      buckets: [...ACQUIRE_DURATION_BUCKETS],
+    }),
+    transitions: getOrCreateCounter(registry, {
+      name: 'berth_lease_transitions_total',
+      help: 'Ownership transitions of BerthLeases in this cluster, by the state entered (held, waiting, released).',
+      labelNames: ['namespace', 'name', 'state'],
+    }),
+  };
+}

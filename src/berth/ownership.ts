@@ -1,0 +1,181 @@
+// Ownership decisions of the reconciler, pure (reference/berth-spec.md §2.3, §2.8, §2.9): the local
+// ownership deadline, whether a workload activation is still valid, when a stop is forced, the sanity
+// check of a central answer, the identity a release uses, and every budget and requeue interval.
+// Times are epoch milliseconds; durations milliseconds.
+import {
+  ACQUIRE_TIMEOUT_MS,
+  type BerthLease,
+  LeaseState,
+  REQUEUE_ON_FAILURE_MS,
+  ReconcileError,
+  WorkloadPhase,
+} from './api.ts';
+import type { AcquireResult } from './leaseclient.ts';
+import { parseTime } from './status.ts';
+
+const SECOND_MS = 1000;
+
+export const isDeleting = (lease: BerthLease): boolean =>
+  lease.metadata.deletionTimestamp !== undefined && lease.metadata.deletionTimestamp !== null;
+
+/** The lease's TTL and heartbeat in milliseconds. */
+export function leaseTimes(lease: BerthLease): { ttlMs: number; heartbeatMs: number } {
+  return {
+    ttlMs: lease.spec.ttlSeconds * SECOND_MS,
+    heartbeatMs: lease.spec.heartbeatIntervalSeconds * SECOND_MS,
+  };
+}
+
+/**
+ * `reacquireInterval`: the standby's requeue, heartbeat when 0 < heartbeat < ttl/3, else ttl/3
+ * (which is min(heartbeat, ttl/3) for a positive heartbeat). Whole milliseconds.
+ */
+export function reacquireIntervalMs(heartbeatMs: number, ttlMs: number): number {
+  const third = Math.floor(ttlMs / 3);
+  return heartbeatMs > 0 && heartbeatMs < third ? heartbeatMs : third;
+}
+
+/**
+ * §2.3 step 11: the local ownership deadline, min(start + ttl, central expiry), truncated down to the
+ * whole second. `start` is the instant before the RPC, so the deadline never extends past the TTL
+ * measured from the request, whatever the central clock says.
+ */
+export function ownershipDeadline(startMs: number, ttlMs: number, expiresAtMs: number): number {
+  const deadline = Math.min(startMs + ttlMs, expiresAtMs);
+  return Math.floor(deadline / SECOND_MS) * SECOND_MS;
+}
+
+/** The recorded deadline of the current activation, if any. */
+export function activationDeadline(lease: BerthLease): number | undefined {
+  return parseTime(lease.status?.workload?.deadline);
+}
+
+/**
+ * `activeAt(now)`: not deleting, a workload record in phase Active with a deadline still ahead and a
+ * positive token. Only then may a managed workload run (and its Pods be permitted).
+ */
+export function activeAt(lease: BerthLease, now: number): boolean {
+  const w = lease.status?.workload;
+  if (isDeleting(lease) || w === undefined || w.phase !== WorkloadPhase.Active) return false;
+  const deadline = activationDeadline(lease);
+  return deadline !== undefined && now < deadline && (w.token ?? 0) > 0;
+}
+
+/**
+ * §2.3 step 4: why `stopAndRelease` must run before anything else, or undefined. Deleting, a stop in
+ * progress, or an activation that expired, belongs to another holder identity, or whose spec became
+ * invalid.
+ */
+export function forcedStopReason(
+  lease: BerthLease,
+  holder: string,
+  invalidSpec: string | undefined,
+  now: number,
+): string | undefined {
+  if (isDeleting(lease)) return 'deleting';
+  const w = lease.status?.workload;
+  if (w?.phase === WorkloadPhase.Stopping) return 'stopping';
+  if (w?.phase !== WorkloadPhase.Active) return undefined;
+  if (!activeAt(lease, now)) return 'activation expired';
+  if ((w.holder ?? '') !== holder) return 'holder identity changed';
+  if (invalidSpec !== undefined) return 'spec invalid';
+  return undefined;
+}
+
+/**
+ * §2.3 step 8, managed: after a failed Acquire, whether the workload must be stopped: an activation
+ * whose deadline passed, or (legacy safeguard) a target without a workload record whose recorded
+ * expiry is in the past.
+ */
+export function stopAfterAcquireError(lease: BerthLease, now: number): boolean {
+  const w = lease.status?.workload;
+  if (w?.phase === WorkloadPhase.Active) {
+    const deadline = activationDeadline(lease);
+    return deadline === undefined || now >= deadline;
+  }
+  if (lease.spec.target !== undefined && w === undefined) {
+    const expiresAt = parseTime(lease.status?.expiresAt);
+    return expiresAt !== undefined && expiresAt < now;
+  }
+  return false;
+}
+
+/**
+ * Beyond the original (lease-only): a status that claims `held` past its recorded central expiry is
+ * stale; after a failed Acquire it is marked expired rather than left claiming the lease.
+ */
+export function heldPastExpiry(lease: BerthLease, now: number): boolean {
+  const status = lease.status;
+  if (status?.leaseState !== LeaseState.Held) return false;
+  const expiresAt = parseTime(status.expiresAt);
+  return expiresAt !== undefined && now >= expiresAt;
+}
+
+/**
+ * §2.3 step 9 with a target, improved (issue 7): only a workload that may have run needs the stop
+ * cycle; a managed standby that never activated waits quietly like a lease-only one, instead of
+ * re-running stopAndRelease (two status writes) every second as the original does.
+ */
+export function standbyNeedsStop(lease: BerthLease): boolean {
+  const w = lease.status?.workload;
+  if (w?.phase === WorkloadPhase.Active || w?.phase === WorkloadPhase.Stopping) return true;
+  // A legacy record: held with a token but no workload phase.
+  return (
+    (w === undefined || !w.phase) &&
+    lease.status?.leaseState === LeaseState.Held &&
+    (lease.status.fencingToken ?? 0) > 0
+  );
+}
+
+/** §2.3 step 10: the error when a central "acquired" answer cannot be trusted, else undefined. */
+export function checkCentralAnswer(res: AcquireResult, holder: string, now: number): string | undefined {
+  if (res.fencingToken <= 0 || res.holder !== holder || res.expiresAt === undefined || res.expiresAt <= now)
+    return ReconcileError.invalidCentralResponse;
+  return undefined;
+}
+
+export interface ReleaseIdentity {
+  leaseName: string;
+  holder: string;
+  fencingToken: number;
+}
+
+/**
+ * §2.4 step 2: the central identity a release uses: the workload record's when present, else the
+ * status's currentHolder and fencingToken with spec.leaseName. Release only when the holder is set and
+ * the token positive.
+ */
+export function releaseIdentity(lease: BerthLease): ReleaseIdentity {
+  const w = lease.status?.workload;
+  if (w !== undefined)
+    return { leaseName: w.leaseName ?? '', holder: w.holder ?? '', fencingToken: w.token ?? 0 };
+  return {
+    leaseName: lease.spec.leaseName,
+    holder: lease.status?.currentHolder ?? '',
+    fencingToken: lease.status?.fencingToken ?? 0,
+  };
+}
+
+export const shouldRelease = (id: ReleaseIdentity): boolean => id.holder !== '' && id.fencingToken > 0;
+
+// ---- budgets and requeues (§2.9) ----
+
+/** Central Acquire: min(heartbeat, 2.5 s, time until the active deadline). */
+export function acquireBudgetMs(heartbeatMs: number, now: number, activeDeadline?: number): number {
+  const budget = Math.min(heartbeatMs, ACQUIRE_TIMEOUT_MS);
+  return activeDeadline === undefined ? budget : Math.max(1, Math.min(budget, activeDeadline - now));
+}
+
+/** Held: min(heartbeat, time until the deadline). */
+export function heldRequeueMs(heartbeatMs: number, deadline: number, now: number): number {
+  return Math.max(1, Math.min(heartbeatMs, deadline - now));
+}
+
+/**
+ * Acquire error: min(heartbeat, 1 s), capped by the time left before `cap` (the active deadline, or a
+ * held lease-only lease's expiry) so the stop or the expiry is noticed on time.
+ */
+export function acquireErrorRequeueMs(heartbeatMs: number, now: number, cap?: number): number {
+  const base = Math.min(heartbeatMs, REQUEUE_ON_FAILURE_MS);
+  return cap === undefined || cap <= now ? base : Math.max(1, Math.min(base, cap - now));
+}

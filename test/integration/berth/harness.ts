@@ -1,0 +1,350 @@
+// Integration harness of the BerthLease controller: a sandbox "cluster" with the CRD installed and the
+// operator's least-privilege RBAC (the sandbox enforces it), the embedded central lease server over
+// real HTTP with a store whose outage tests can switch on and off, and an operator built from the real
+// pieces (informer, controller, reconciler, HTTP lease client, event recorder) as its service account.
+import { readFile } from 'node:fs/promises';
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  type EventsV1Event,
+  type KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { parse as parseYaml } from 'yaml';
+import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
+import { BerthLeaseController } from '../../../src/berth/controller.ts';
+import {
+  type AcquireResult,
+  HttpLeaseClient,
+  type LeaseCallOptions,
+  type LeaseClient,
+} from '../../../src/berth/leaseclient.ts';
+import { parseBerthLease } from '../../../src/berth/leaseio.ts';
+import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
+import { MemoryStore } from '../../../src/central/memstore.ts';
+import type { LeaseKey, LeaseRecord } from '../../../src/central/record.ts';
+import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
+import type { Store } from '../../../src/central/store.ts';
+import { KubeTransport } from '../../../src/kube/client.ts';
+import type { Clock } from '../../../src/kube/clock.ts';
+import type { ReconcileContext } from '../../../src/kube/controller.ts';
+import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
+import { createLogger, type Logger } from '../../../src/observability/logger.ts';
+import { createRegistry } from '../../../src/observability/metrics.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+
+export const LEASE_NS = 'team-a';
+export const OPERATOR_NS = 'berth-system';
+export const SERVICE_ACCOUNT = 'berth-operator';
+export const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:${SERVICE_ACCOUNT}`;
+const CRD_PATH = new URL('../../../deploy/crds/berthlease.yaml', import.meta.url);
+
+export const spec = (over: Partial<BerthLeaseSpec> = {}): BerthLeaseSpec => ({
+  leaseName: 'shared',
+  holderIdentity: 'worker-east-1',
+  ttlSeconds: 30,
+  heartbeatIntervalSeconds: 10,
+  semantics: 'at-most-once',
+  ...over,
+});
+
+const silent = (): Logger => createLogger({ level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' });
+
+export class Cluster {
+  readonly t: TestSandbox;
+  readonly custom: CustomObjectsApi;
+  readonly events: EventsV1Api;
+  readonly name: string;
+
+  private constructor(t: TestSandbox, name: string) {
+    this.t = t;
+    this.name = name;
+    this.custom = t.kc.makeApiClient(CustomObjectsApi);
+    this.events = t.kc.makeApiClient(EventsV1Api);
+  }
+
+  /** A sandbox with RBAC enforced, the BerthLease CRD, the lease and operator namespaces and RBAC. */
+  static async start(name = 'cluster'): Promise<Cluster> {
+    const t = await startTestSandbox({ rbac: true });
+    try {
+      const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
+      await t.kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
+      const core = t.kc.makeApiClient(CoreV1Api);
+      for (const ns of [LEASE_NS, OPERATOR_NS])
+        await core.createNamespace({ body: { metadata: { name: ns } } });
+      const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
+      const [role, binding] = berthLeaseRbacObjects({
+        name: 'berth-operator-berthlease',
+        serviceAccount: { namespace: OPERATOR_NS, name: SERVICE_ACCOUNT },
+      });
+      await rbac.createClusterRole({ body: role });
+      await rbac.createClusterRoleBinding({ body: binding });
+      const cluster = new Cluster(t, name);
+      await eventually(async () => {
+        await cluster.custom.listNamespacedCustomObject({ ...cluster.ref() });
+        return true;
+      });
+      return cluster;
+    } catch (err) {
+      await t.stop();
+      throw err;
+    }
+  }
+
+  ref(): { group: string; version: string; plural: string; namespace: string } {
+    return { group: GROUP, version: VERSION, plural: PLURAL, namespace: LEASE_NS };
+  }
+
+  operatorKubeConfig(): KubeConfig {
+    return kubeConfigFrom(this.t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig);
+  }
+
+  async createLease(name: string, leaseSpec: BerthLeaseSpec): Promise<BerthLease> {
+    const body = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'BerthLease',
+      metadata: { name },
+      spec: leaseSpec,
+    };
+    return parseBerthLease(await this.custom.createNamespacedCustomObject({ ...this.ref(), body }));
+  }
+
+  async lease(name: string): Promise<BerthLease | undefined> {
+    try {
+      return parseBerthLease(await this.custom.getNamespacedCustomObject({ ...this.ref(), name }));
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async mustLease(name: string): Promise<BerthLease> {
+    const lease = await this.lease(name);
+    if (lease === undefined) throw new Error(`BerthLease ${name} not found in ${this.name}`);
+    return lease;
+  }
+
+  async deleteLease(name: string): Promise<void> {
+    await this.custom.deleteNamespacedCustomObject({ ...this.ref(), name });
+  }
+
+  /** Events about a BerthLease, oldest first. */
+  async leaseEvents(name: string): Promise<EventsV1Event[]> {
+    const list = await this.events.listNamespacedEvent({ namespace: LEASE_NS });
+    return list.items
+      .filter((e) => e.regarding?.kind === 'BerthLease' && e.regarding.name === name)
+      .sort((a, b) => String(a.eventTime).localeCompare(String(b.eventTime)));
+  }
+
+  async stop(): Promise<void> {
+    await this.t.stop();
+  }
+}
+
+/** A memory store that fails every call while `down` (the central answers 500 and readyz 503). */
+export class OutageStore implements Store {
+  readonly backend = 'outage';
+  readonly inner = new MemoryStore();
+  down = false;
+
+  #check(): void {
+    if (this.down) throw new Error('store unavailable');
+  }
+  async ping(): Promise<void> {
+    this.#check();
+  }
+  async get(key: LeaseKey): Promise<LeaseRecord | undefined> {
+    this.#check();
+    return this.inner.get(key);
+  }
+  async list(): Promise<LeaseRecord[]> {
+    this.#check();
+    return this.inner.list();
+  }
+  async put(expectedVersion: number, record: LeaseRecord): Promise<LeaseRecord> {
+    this.#check();
+    return this.inner.put(expectedVersion, record);
+  }
+}
+
+export interface Central {
+  server: CentralServer;
+  store: OutageStore;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startCentral(clock?: Clock): Promise<Central> {
+  const store = new OutageStore();
+  const server = await startCentralServer({
+    store,
+    logger: silent(),
+    registry: createRegistry({ defaultMetrics: false }),
+    gc: false,
+    ...(clock === undefined ? {} : { clock }),
+  });
+  return { server, store, url: server.url, stop: () => server.stop() };
+}
+
+export interface CentralCall {
+  op: 'acquire' | 'release';
+  name: string;
+  holder: string;
+  fencingToken?: number;
+  timeoutMs: number | undefined;
+  /** When the call started (performance.now()). */
+  at: number;
+  result?: AcquireResult;
+  error?: string;
+}
+
+/** The HTTP lease client, recording every call and its outcome. */
+export class RecordingLeaseClient implements LeaseClient {
+  readonly inner: HttpLeaseClient;
+  readonly calls: CentralCall[] = [];
+
+  constructor(inner: HttpLeaseClient) {
+    this.inner = inner;
+  }
+
+  async acquire(
+    namespace: string,
+    name: string,
+    holder: string,
+    ttlSeconds: number,
+    options?: LeaseCallOptions,
+  ): Promise<AcquireResult> {
+    const call: CentralCall = {
+      op: 'acquire',
+      name,
+      holder,
+      timeoutMs: options?.timeoutMs,
+      at: performance.now(),
+    };
+    this.calls.push(call);
+    try {
+      call.result = await this.inner.acquire(namespace, name, holder, ttlSeconds, options);
+      return call.result;
+    } catch (err) {
+      call.error = (err as Error).message;
+      throw err;
+    }
+  }
+
+  renew(): Promise<AcquireResult> {
+    throw new Error('the reconciler never calls Renew');
+  }
+
+  async release(
+    namespace: string,
+    name: string,
+    holder: string,
+    fencingToken: number,
+    options?: LeaseCallOptions,
+  ): Promise<void> {
+    const call: CentralCall = {
+      op: 'release',
+      name,
+      holder,
+      fencingToken,
+      timeoutMs: options?.timeoutMs,
+      at: performance.now(),
+    };
+    this.calls.push(call);
+    try {
+      await this.inner.release(namespace, name, holder, fencingToken, options);
+    } catch (err) {
+      call.error = (err as Error).message;
+      throw err;
+    }
+  }
+
+  of(op: CentralCall['op']): CentralCall[] {
+    return this.calls.filter((c) => c.op === op);
+  }
+}
+
+export interface OperatorOptions {
+  clusterId: string;
+  centralUrl: string;
+  /** Reconciler clock (deadlines, requeues); default the real clock. */
+  clock?: Clock;
+  operatorNamespace?: string;
+}
+
+export interface Operator {
+  controller: BerthLeaseController;
+  central: RecordingLeaseClient;
+  registry: Registry;
+  recorder: EventRecorder;
+  /** Runs one reconcile of a lease directly (no queue), as the Go unit tests call Reconcile. */
+  reconcile(name: string, signal?: AbortSignal): ReturnType<BerthLeaseController['reconciler']['reconcile']>;
+  metric(name: string, labels?: Record<string, string>): Promise<number | undefined>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createOperator(cluster: Cluster, o: OperatorOptions): Operator {
+  const kc = cluster.operatorKubeConfig();
+  const transport = new KubeTransport(kc);
+  const registry = createRegistry({ defaultMetrics: false });
+  const logger = silent();
+  const recorder = new EventRecorder({
+    sink: eventSinkFor(kc),
+    reportingController: 'berth.skaphos.io/berth-operator',
+    reportingInstance: `berth-operator-${o.clusterId}`,
+    logger,
+  });
+  const central = new RecordingLeaseClient(new HttpLeaseClient({ baseUrl: o.centralUrl, logger }));
+  const controller = new BerthLeaseController({
+    transport,
+    leaseClient: central,
+    clusterIdentity: o.clusterId,
+    operatorNamespace: o.operatorNamespace ?? OPERATOR_NS,
+    recorder,
+    registry,
+    logger,
+    ...(o.clock === undefined ? {} : { clock: o.clock }),
+  });
+  let started = false;
+  let stopped: Promise<void> | undefined;
+  return {
+    controller,
+    central,
+    registry,
+    recorder,
+    reconcile(name, signal) {
+      const ctx: ReconcileContext = {
+        signal: signal ?? new AbortController().signal,
+        log: logger,
+        reconcileID: 'test',
+        namespace: LEASE_NS,
+        name,
+      };
+      return controller.reconciler.reconcile(`${LEASE_NS}/${name}`, ctx);
+    },
+    async metric(name, labels = {}) {
+      const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+      const match = values.filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want));
+      return match.length === 0 ? undefined : match.reduce((sum, v) => sum + v.value, 0);
+    },
+    async start() {
+      started = true;
+      await controller.start();
+    },
+    stop() {
+      stopped ??= (async () => {
+        if (started) await controller.stop();
+        await recorder.flush();
+        central.inner.close();
+        await transport.close();
+      })();
+      return stopped;
+    },
+  };
+}
