@@ -1,16 +1,22 @@
 // `berth-operator central`: the embedded central lease API server (reference/berth-spec.md §3.9 flags,
-// HTTPS only), running until SIGINT/SIGTERM; SIGHUP reloads the static key file.
+// HTTPS only), running until SIGINT/SIGTERM; SIGHUP reloads the static key file. `--store-backend`
+// picks the lease store (mem, postgres, k8s); a flag of another backend than the chosen one is a
+// start-up error, as in the Go server.
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { type CommandSpec, type FlagValues, UsageError } from '../cli.ts';
+import { type CommandSpec, type FlagValues, parseDuration, UsageError } from '../cli.ts';
 import { parseBindAddress } from '../observability/health.ts';
 import { createLogger, LOG_LEVELS, type Logger } from '../observability/logger.ts';
 import { AUTH_MODES, type AuthMode } from './auth.ts';
+import { DEFAULT_COORDINATION_BURST, DEFAULT_COORDINATION_QPS } from './k8sstore.ts';
+import { openStore, STORE_BACKENDS, type StoreBackend, type StoreConfig } from './open-store.ts';
+import { DEFAULT_POOL_MAX, MIGRATE_MODES, type MigrateMode } from './postgres/store.ts';
 import { type CentralServer, startCentralServer } from './server.ts';
 
 export const centralCommand: CommandSpec = {
   name: 'central',
-  summary: 'Run the central Berth lease API server (in-memory store) until interrupted.',
+  summary:
+    'Run the central Berth lease API server (memory, PostgreSQL or Kubernetes Lease store) until interrupted.',
   flags: [
     {
       name: 'listen-addr',
@@ -34,7 +40,7 @@ export const centralCommand: CommandSpec = {
       name: 'auth-mode',
       kind: 'string',
       default: '',
-      help: 'none or static-keys; empty means none (the in-memory store default)',
+      help: 'none or static-keys; empty means none with --store-backend mem, static-keys otherwise',
     },
     {
       name: 'api-keys-file',
@@ -49,8 +55,98 @@ export const centralCommand: CommandSpec = {
       help: 'Plain-HTTP address for /metrics and /healthz; empty disables it',
     },
     { name: 'log-level', kind: 'string', default: 'info', help: 'debug, info, warn or error' },
+    {
+      name: 'store-backend',
+      kind: 'string',
+      default: 'mem',
+      help: 'Lease store: mem (one process, lost on restart), postgres or k8s (coordination.k8s.io Leases)',
+    },
+    {
+      name: 'sql-dsn',
+      kind: 'string',
+      default: '',
+      help: 'postgres: libpq connection string (URL or key=value); prefer --sql-dsn-file, flags show in ps',
+    },
+    {
+      name: 'sql-dsn-file',
+      kind: 'string',
+      default: '',
+      help: 'postgres: file holding the connection string',
+    },
+    {
+      name: 'sql-migrate',
+      kind: 'string',
+      default: 'auto',
+      help: 'postgres: auto creates table berth_leases if absent; off only verifies it, refusing to start on a mismatch',
+    },
+    {
+      name: 'sql-max-conns',
+      kind: 'number',
+      default: DEFAULT_POOL_MAX,
+      help: 'postgres: connection pool size',
+    },
+    {
+      name: 'sql-timeout',
+      kind: 'duration',
+      default: '5s',
+      help: 'postgres: bound of every wait (pool checkout, statement and lock timeouts)',
+    },
+    {
+      name: 'coordination-kubeconfig',
+      kind: 'string',
+      default: '',
+      help: 'k8s: kubeconfig of the cluster holding the Lease objects; in-cluster when empty',
+    },
+    {
+      name: 'coordination-namespace',
+      kind: 'string',
+      default: '',
+      help: 'k8s: namespace of the Lease objects (required with --store-backend k8s)',
+    },
+    {
+      name: 'coordination-qps',
+      kind: 'number',
+      default: DEFAULT_COORDINATION_QPS,
+      help: "k8s: client-side request rate limit, requests/s (0 disables it; client-go's 5 throttled the Go server)",
+    },
+    {
+      name: 'coordination-burst',
+      kind: 'number',
+      default: DEFAULT_COORDINATION_BURST,
+      help: 'k8s: client-side request burst',
+    },
   ],
 };
+
+/** The flags only one backend uses; giving one with another backend is a start-up error. */
+const BACKEND_FLAGS: Record<Exclude<StoreBackend, 'mem'>, readonly string[]> = {
+  postgres: ['sql-dsn', 'sql-dsn-file', 'sql-migrate', 'sql-max-conns', 'sql-timeout'],
+  k8s: ['coordination-kubeconfig', 'coordination-namespace', 'coordination-qps', 'coordination-burst'],
+};
+
+/** The parsed default of a flag (durations in ms), to tell whether a flag was given. */
+function defaultOf(name: string): string | number | boolean | undefined {
+  const flag = centralCommand.flags.find((f) => f.name === name)!;
+  return flag.kind === 'duration' && typeof flag.default === 'string'
+    ? parseDuration(flag.default)
+    : flag.default;
+}
+
+/** Backend flags set (to a non-default value) although the chosen backend does not use them. */
+export function foreignBackendFlags(
+  backend: StoreBackend,
+  flags: FlagValues,
+): Array<{ flag: string; owner: StoreBackend }> {
+  const found: Array<{ flag: string; owner: StoreBackend }> = [];
+  for (const [owner, names] of Object.entries(BACKEND_FLAGS) as Array<[StoreBackend, readonly string[]]>) {
+    if (owner === backend) continue;
+    for (const name of names)
+      if (flags[name] !== undefined && flags[name] !== defaultOf(name)) found.push({ flag: name, owner });
+  }
+  return found;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 const bindAddress = (optional: boolean) =>
   z.string().refine(
@@ -75,14 +171,63 @@ const flagsSchema = z
     'api-keys-file': z.string(),
     'metrics-addr': bindAddress(true),
     'log-level': z.enum(LOG_LEVELS),
+    'store-backend': z.enum(STORE_BACKENDS, { error: `must be one of: ${STORE_BACKENDS.join(', ')}` }),
+    'sql-dsn': z.string(),
+    'sql-dsn-file': z.string(),
+    'sql-migrate': z.enum(MIGRATE_MODES as [MigrateMode, ...MigrateMode[]], {
+      error: `must be one of: ${MIGRATE_MODES.join(', ')}`,
+    }),
+    'sql-max-conns': z
+      .number()
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000, 'must be at most 1000'),
+    'sql-timeout': z.number().positive('must be positive'),
+    'coordination-kubeconfig': z.string(),
+    'coordination-namespace': z
+      .string()
+      .refine((v) => v === '' || DNS_LABEL.test(v), { message: 'must be a namespace name (RFC 1123 label)' }),
+    'coordination-qps': z.number().min(0, 'must be at least 0 (0 disables the limit)'),
+    'coordination-burst': z.number().int('must be a whole number').min(1, 'must be at least 1'),
   })
   .superRefine((flags, ctx) => {
-    const mode = flags['auth-mode'] === '' ? 'none' : flags['auth-mode'];
+    const backend = flags['store-backend'];
+    for (const { flag, owner } of foreignBackendFlags(backend, flags)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [flag],
+        message: `is a ${owner} store flag, but --store-backend is ${backend}`,
+      });
+    }
+    if (backend === 'postgres') {
+      if (flags['sql-dsn'] === '' && flags['sql-dsn-file'] === '')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sql-dsn'],
+          message: 'or --sql-dsn-file is required with --store-backend postgres',
+        });
+      if (flags['sql-dsn'] !== '' && flags['sql-dsn-file'] !== '')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sql-dsn'],
+          message: 'and --sql-dsn-file are mutually exclusive',
+        });
+    }
+    if (backend === 'k8s' && flags['coordination-namespace'] === '')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['coordination-namespace'],
+        message: 'is required with --store-backend k8s',
+      });
+    const mode = effectiveAuthMode(flags);
     if (mode === 'static-keys' && flags['api-keys-file'] === '')
       ctx.addIssue({
         code: 'custom',
         path: ['api-keys-file'],
-        message: 'is required with --auth-mode static-keys',
+        message:
+          flags['auth-mode'] === ''
+            ? `is required: the auth mode defaults to static-keys with --store-backend ${backend}`
+            : 'is required with --auth-mode static-keys',
       });
     if (mode === 'none' && flags['api-keys-file'] !== '')
       ctx.addIssue({
@@ -93,6 +238,37 @@ const flagsSchema = z
   });
 
 export type CentralFlags = z.infer<typeof flagsSchema>;
+
+/** `--auth-mode`, or its default: none for the memory store, static-keys for the durable ones (§3.6). */
+export function effectiveAuthMode(flags: Pick<CentralFlags, 'auth-mode' | 'store-backend'>): AuthMode {
+  if (flags['auth-mode'] !== '') return flags['auth-mode'];
+  return flags['store-backend'] === 'mem' ? 'none' : 'static-keys';
+}
+
+/** The store configuration the validated flags describe. */
+export function storeConfigOf(flags: CentralFlags): StoreConfig {
+  switch (flags['store-backend']) {
+    case 'mem':
+      return { backend: 'mem' };
+    case 'postgres':
+      return {
+        backend: 'postgres',
+        dsn: flags['sql-dsn'],
+        dsnFile: flags['sql-dsn-file'],
+        migrate: flags['sql-migrate'],
+        maxConnections: flags['sql-max-conns'],
+        timeoutMs: flags['sql-timeout'],
+      };
+    case 'k8s':
+      return {
+        backend: 'k8s',
+        kubeconfig: flags['coordination-kubeconfig'],
+        namespace: flags['coordination-namespace'],
+        qps: flags['coordination-qps'],
+        burst: flags['coordination-burst'],
+      };
+  }
+}
 
 /** Validates the parsed flags; throws a one-line UsageError naming the first bad flag. */
 export function parseCentralFlags(flags: FlagValues): CentralFlags {
@@ -139,14 +315,22 @@ export async function runCentral(flags: FlagValues, options: RunCentralOptions =
     readPem('--tls-cert-file', config['tls-cert-file']),
     readPem('--tls-key-file', config['tls-key-file']),
   ]);
-  const server = await startCentralServer({
-    listen: config['listen-addr'],
-    tls: { cert, key },
-    authMode: config['auth-mode'] === '' ? 'none' : config['auth-mode'],
-    apiKeysFile: config['api-keys-file'] || undefined,
-    metricsAddr: config['metrics-addr'],
-    logger,
-  });
+  const store = await openStore(storeConfigOf(config), { logger });
+  let server: CentralServer;
+  try {
+    server = await startCentralServer({
+      listen: config['listen-addr'],
+      tls: { cert, key },
+      authMode: effectiveAuthMode(config),
+      apiKeysFile: config['api-keys-file'] || undefined,
+      metricsAddr: config['metrics-addr'],
+      store,
+      logger,
+    });
+  } catch (err) {
+    await store.close?.();
+    throw err;
+  }
   options.onStarted?.(server);
   const onHup = (): void => {
     logger.info('SIGHUP: reloading API keys');

@@ -1,6 +1,7 @@
 // `npm run bench [-- --quick] [-- --only <name>]`: progress on stderr, one JSON document on stdout.
 // Every figure names its unit; every benchmark reports the baseline measured in the same run.
 import { cpus } from 'node:os';
+import { benchCentral } from './central.ts';
 import { benchSandbox } from './sandbox.ts';
 
 interface Benchmark {
@@ -14,6 +15,7 @@ const BENCHMARKS: Benchmark[] = [
     run: (quick, log) =>
       benchSandbox(quick ? { nodes: 500, pods: 2_000 } : { nodes: 5_000, pods: 20_000 }, log),
   },
+  { name: 'central', run: (quick, log) => benchCentral({ sizes: quick ? [20, 200] : [100, 2_000] }, log) },
 ];
 
 function parseArgs(argv: string[]): { quick: boolean; only: string | undefined } {

@@ -48,6 +48,16 @@ describe('central flags', () => {
       'api-keys-file': '',
       'metrics-addr': ':8080',
       'log-level': 'info',
+      'store-backend': 'mem',
+      'sql-dsn': '',
+      'sql-dsn-file': '',
+      'sql-migrate': 'auto',
+      'sql-max-conns': 10,
+      'sql-timeout': 5_000,
+      'coordination-kubeconfig': '',
+      'coordination-namespace': '',
+      'coordination-qps': 500,
+      'coordination-burst': 1_000,
     });
     expect(parse([...tls, '--metrics-addr', ''])['metrics-addr']).toBe('');
   });
@@ -71,6 +81,61 @@ describe('central flags', () => {
     [[...tls, '--listen-addr', ''], 'central: --listen-addr want [host]:port, e.g. ":8443"'],
     [[...tls, '--metrics-addr', 'x:y'], 'central: --metrics-addr want [host]:port or empty'],
     [[...tls, '--log-level', 'loud'], 'central: --log-level'],
+    [[...tls, '--store-backend', 'sql'], 'central: --store-backend must be one of: mem, postgres, k8s'],
+    [
+      [...tls, '--sql-dsn', 'postgres://db/x'],
+      'central: --sql-dsn is a postgres store flag, but --store-backend is mem',
+    ],
+    [
+      [...tls, '--sql-migrate', 'off'],
+      'central: --sql-migrate is a postgres store flag, but --store-backend is mem',
+    ],
+    [
+      [...tls, '--sql-timeout', '1s'],
+      'central: --sql-timeout is a postgres store flag, but --store-backend is mem',
+    ],
+    [
+      [...tls, '--coordination-qps', '5'],
+      'central: --coordination-qps is a k8s store flag, but --store-backend is mem',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x', '--coordination-namespace', 'leases'],
+      'central: --coordination-namespace is a k8s store flag, but --store-backend is postgres',
+    ],
+    [
+      [...tls, '--store-backend', 'k8s', '--coordination-namespace', 'leases', '--sql-dsn-file', '/dsn'],
+      'central: --sql-dsn-file is a postgres store flag, but --store-backend is k8s',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--api-keys-file', '/keys'],
+      'central: --sql-dsn or --sql-dsn-file is required with --store-backend postgres',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x', '--sql-dsn-file', '/dsn'],
+      'central: --sql-dsn and --sql-dsn-file are mutually exclusive',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x'],
+      'central: --api-keys-file is required: the auth mode defaults to static-keys with --store-backend postgres',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x', '--sql-migrate', 'maybe'],
+      'central: --sql-migrate must be one of: auto, off',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--sql-max-conns', '0'],
+      'central: --sql-max-conns must be at least 1',
+    ],
+    [
+      [...tls, '--store-backend', 'k8s', '--api-keys-file', '/keys'],
+      'central: --coordination-namespace is required with --store-backend k8s',
+    ],
+    [
+      [...tls, '--store-backend', 'k8s', '--coordination-namespace', 'Leases_1'],
+      'central: --coordination-namespace must be a namespace name (RFC 1123 label)',
+    ],
+    [[...tls, '--coordination-qps', '-1'], 'central: --coordination-qps must be at least 0'],
+    [[...tls, '--coordination-burst', '0'], 'central: --coordination-burst must be at least 1'],
   ];
   it.each(bad)('rejects %j', (argv, message) => {
     let thrown: unknown;
@@ -91,6 +156,46 @@ describe('central flags', () => {
     expect(code).toBe(2);
     expect(err).toBe(
       'berth-operator: central: --tls-cert-file is required (the lease API is served over HTTPS only)\n',
+    );
+  });
+
+  it('accepts each backend with its own flags, defaulting the auth mode per backend', () => {
+    expect(
+      parse([...tls, '--store-backend', 'postgres', '--sql-dsn-file', '/dsn', '--auth-mode', 'none']),
+    ).toMatchObject({
+      'store-backend': 'postgres',
+      'sql-dsn-file': '/dsn',
+    });
+    expect(
+      parse([
+        ...tls,
+        '--store-backend=k8s',
+        '--coordination-namespace=berth-leases',
+        '--coordination-qps=0',
+        '--api-keys-file=/keys',
+      ]),
+    ).toMatchObject({ 'store-backend': 'k8s', 'coordination-qps': 0, 'auth-mode': '' });
+    // A backend flag given at its default value is harmless.
+    expect(parse([...tls, '--sql-migrate', 'auto'])['store-backend']).toBe('mem');
+  });
+
+  it('prints mixed backend flags as one line and returns exit code 2', async () => {
+    let err = '';
+    const code = await runCentral(
+      parseFlags(centralCommand, [
+        ...tls,
+        '--store-backend',
+        'k8s',
+        '--coordination-namespace',
+        'x',
+        '--sql-dsn',
+        'postgres://u:pw@db/x',
+      ]),
+      { stderr: { write: (s: string) => (err += s) } as unknown as NodeJS.WritableStream },
+    );
+    expect(code).toBe(2);
+    expect(err).toBe(
+      'berth-operator: central: --sql-dsn is a postgres store flag, but --store-backend is k8s\n',
     );
   });
 
@@ -159,6 +264,16 @@ describe('berth-operator central (process)', () => {
       '--api-keys-file',
       '--metrics-addr',
       '(default: :8080)',
+      '--store-backend <string>',
+      '(default: mem)',
+      '--sql-dsn-file',
+      '--sql-migrate <string>',
+      '(default: auto)',
+      '--coordination-kubeconfig',
+      '--coordination-qps <number>',
+      '(default: 500)',
+      '--coordination-burst <number>',
+      '(default: 1000)',
     ])
       expect(out).toContain(text);
   });

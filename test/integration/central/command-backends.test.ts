@@ -1,0 +1,195 @@
+// `berth-operator central --store-backend postgres|k8s`: the command opens the store its flags describe,
+// serves leases from it over HTTPS, keeps them across a restart, and refuses to start on a bad schema.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
+import { centralCommand, runCentral } from '../../../src/central/command.ts';
+import { leaseObjectName } from '../../../src/central/k8slease.ts';
+import type { CentralServer } from '../../../src/central/server.ts';
+import { parseFlags } from '../../../src/cli.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { createServingPki, type ServingPki } from '../../../src/sandbox/tls.ts';
+import { startTestSandbox } from '../../helpers/sandbox.ts';
+import { logSink } from './http-client.ts';
+import { testPostgres } from './postgres.ts';
+
+let dir: string;
+let pki: ServingPki;
+let tls: string[];
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'berth-central-backends-'));
+  pki = await createServingPki(['127.0.0.1']);
+  await writeFile(join(dir, 'tls.crt'), pki.cert);
+  await writeFile(join(dir, 'tls.key'), pki.key, { mode: 0o600 });
+  tls = [
+    `--tls-cert-file=${join(dir, 'tls.crt')}`,
+    `--tls-key-file=${join(dir, 'tls.key')}`,
+    '--listen-addr=127.0.0.1:0',
+    '--metrics-addr=',
+    '--auth-mode=none',
+  ];
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs the command with `argv`, calls `fn` with a client of the running server, then stops it. */
+async function withCentral(
+  argv: string[],
+  fn: (client: HttpLeaseClient, server: CentralServer) => Promise<void>,
+  logs = logSink(),
+): Promise<void> {
+  const stop = Promise.withResolvers<void>();
+  const started = Promise.withResolvers<CentralServer>();
+  const running = runCentral(parseFlags(centralCommand, [...tls, ...argv]), {
+    logger: createLogger({ level: 'info', destination: logs }),
+    until: stop.promise,
+    onStarted: started.resolve,
+  });
+  const server = await Promise.race([
+    started.promise,
+    running.then(() => Promise.reject(new Error('exited'))),
+  ]);
+  const client = new HttpLeaseClient({ baseUrl: server.url, caBundle: pki.caCert });
+  try {
+    await fn(client, server);
+  } finally {
+    client.close();
+    stop.resolve();
+  }
+  expect(await running).toBe(0);
+}
+
+const pgResult = await testPostgres('central command on PostgreSQL');
+if (!pgResult.ok) {
+  describe.skip(`central --store-backend postgres: ${pgResult.reason}`, () => {
+    it('needs PostgreSQL', () => {});
+  });
+} else {
+  const db = pgResult.pg;
+  afterAll(() => db.stop());
+
+  describe('central --store-backend postgres', () => {
+    it('serves leases from PostgreSQL and keeps them (tokens too) across a restart with --sql-migrate off', async () => {
+      const schema = await db.createSchema();
+      try {
+        const dsnFile = join(dir, 'dsn');
+        await writeFile(dsnFile, `${db.dsn}?options=-c%20search_path%3D${schema.name}\n`, { mode: 0o600 });
+        const logs = logSink();
+        const argv = ['--store-backend=postgres', `--sql-dsn-file=${dsnFile}`];
+        await withCentral(
+          argv,
+          async (client, server) => {
+            expect(server.store.backend).toBe('postgres');
+            const a = await client.acquire('pipeline', 'ingest', 'cluster-east', 30);
+            expect(a).toMatchObject({ acquired: true, fencingToken: 1 });
+            await client.release('pipeline', 'ingest', 'cluster-east', 1);
+            expect(await client.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({
+              fencingToken: 2,
+            });
+          },
+          logs,
+        );
+        const password = decodeURIComponent(new URL(db.dsn).password);
+        expect(logs.text()).toContain('postgres lease store ready');
+        expect(logs.text()).not.toContain(password);
+        await withCentral([...argv, '--sql-migrate=off'], async (client) => {
+          expect(await client.acquire('pipeline', 'ingest', 'cluster-west', 30)).toMatchObject({
+            acquired: false,
+            holder: 'cluster-east',
+            fencingToken: 2,
+          });
+        });
+        const rows = await db.admin.query(
+          `SELECT holder, fencing_token, version FROM ${schema.name}.berth_leases`,
+        );
+        expect(rows.rows).toEqual([{ holder: 'cluster-east', fencing_token: 2, version: '3' }]);
+      } finally {
+        await schema.drop();
+      }
+    });
+
+    it('refuses to start with --sql-migrate off on a database without the table', async () => {
+      const schema = await db.createSchema();
+      try {
+        const dsn = `${db.dsn}?options=-c%20search_path%3D${schema.name}`;
+        const err = await runCentral(
+          parseFlags(centralCommand, [
+            ...tls,
+            '--store-backend=postgres',
+            `--sql-dsn=${dsn}`,
+            '--sql-migrate=off',
+          ]),
+          { logger: createLogger({ level: 'silent' }) },
+        ).catch((e: Error) => e);
+        expect(err).toBeInstanceOf(Error);
+        expect((err as Error).message).toMatch(
+          /^postgres store berth@127\.0\.0\.1:\d+\/postgres: table berth_leases does not match the lease schema: table berth_leases does not exist \(--sql-migrate off\)$/,
+        );
+      } finally {
+        await schema.drop();
+      }
+    });
+  });
+}
+
+describe('central --store-backend k8s', () => {
+  it('serves leases from coordination.k8s.io Leases of the cluster in --coordination-kubeconfig', async () => {
+    const sb = await startTestSandbox();
+    try {
+      await sb.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'berth-leases' } } });
+      const argv = [
+        '--store-backend=k8s',
+        `--coordination-kubeconfig=${sb.kubeconfigPath}`,
+        '--coordination-namespace=berth-leases',
+      ];
+      await withCentral(argv, async (client, server) => {
+        expect(server.store.backend).toBe('k8s');
+        expect(await client.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({
+          acquired: true,
+          fencingToken: 1,
+        });
+      });
+      const got = await sb.kubectl([
+        'get',
+        'lease',
+        '-n',
+        'berth-leases',
+        leaseObjectName({ namespace: 'pipeline', name: 'ingest' }),
+        '-o',
+        'jsonpath={.spec.holderIdentity}',
+      ]);
+      expect(got.stdout).toBe('cluster-east');
+      await withCentral(argv, async (client) => {
+        expect(await client.acquire('pipeline', 'ingest', 'cluster-west', 30)).toMatchObject({
+          acquired: false,
+          holder: 'cluster-east',
+        });
+      });
+    } finally {
+      await sb.stop();
+    }
+  });
+
+  it('refuses to start without a kubeconfig outside a cluster', async () => {
+    const saved = process.env.KUBERNETES_SERVICE_HOST;
+    delete process.env.KUBERNETES_SERVICE_HOST;
+    try {
+      await expect(
+        runCentral(
+          parseFlags(centralCommand, [...tls, '--store-backend=k8s', '--coordination-namespace=leases']),
+          {
+            logger: createLogger({ level: 'silent' }),
+          },
+        ),
+      ).rejects.toThrow(
+        'central: --coordination-kubeconfig is empty and there is no in-cluster configuration (KUBERNETES_SERVICE_HOST and /var/run/secrets/kubernetes.io/serviceaccount/token)',
+      );
+    } finally {
+      if (saved !== undefined) process.env.KUBERNETES_SERVICE_HOST = saved;
+    }
+  });
+});

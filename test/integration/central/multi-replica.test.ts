@@ -1,0 +1,118 @@
+// Several central replicas (in-process servers, each with its own store instance) on one PostgreSQL
+// and on one Kubernetes API server, under concurrent acquires, renews, releases and abandons from many
+// holders, with every replica's TTL collector running: at most one holder per key at any instant, no
+// token reuse, no lost grant.
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { K8sLeaseStore } from '../../../src/central/k8sstore.ts';
+import { PostgresStore } from '../../../src/central/postgres/store.ts';
+import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
+import type { Store } from '../../../src/central/store.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { startTestSandbox } from '../../helpers/sandbox.ts';
+import { type Hold, historyViolations, runContention } from './contention.ts';
+import { testPostgres } from './postgres.ts';
+
+const REPLICAS = 3;
+const OPTIONS = { holders: 12, keys: 3, minHoldsPerKey: 8, maxDurationMs: 40_000, ttlSeconds: 1 };
+const quiet = createLogger({ level: 'silent' });
+
+async function contend(stores: Store[]): Promise<Awaited<ReturnType<typeof runContention>>> {
+  const servers: CentralServer[] = [];
+  try {
+    // Collect as soon as a lease expires, so the collectors race the holders too.
+    for (const store of stores)
+      servers.push(await startCentralServer({ store, logger: quiet, gc: { intervalMs: 50, graceMs: 0 } }));
+    return await runContention(
+      servers.map((s) => s.url),
+      OPTIONS,
+    );
+  } finally {
+    for (const s of servers) await s.stop();
+  }
+}
+
+function expectSafe(result: Awaited<ReturnType<typeof runContention>>): void {
+  expect(result.problems).toEqual([]);
+  expect(historyViolations(result.holds)).toEqual([]);
+  // Not vacuous: every key changed hands several times, through releases and through expiry.
+  const perKey = new Map<string, Hold[]>();
+  for (const h of result.holds) perKey.set(h.key, [...(perKey.get(h.key) ?? []), h]);
+  expect(perKey.size).toBe(OPTIONS.keys);
+  for (const list of perKey.values()) expect(list.length).toBeGreaterThanOrEqual(OPTIONS.minHoldsPerKey);
+  expect(result.holds.some((h) => h.releasedAt === undefined)).toBe(true);
+  expect(result.holds.some((h) => h.releasedAt !== undefined)).toBe(true);
+}
+
+describe('history check', () => {
+  it('catches overlapping holders, reused and skipped tokens', () => {
+    const base = { key: 'k', expiresAt: 2_000 };
+    expect(
+      historyViolations([
+        { ...base, holder: 'a', token: 1, start: 1_000 },
+        { ...base, holder: 'b', token: 2, start: 1_500, expiresAt: 3_000 },
+      ]),
+    ).toEqual(['k: token 2 (b) granted at 1500, while token 1 (a) held until its expiry at 2000']);
+    expect(
+      historyViolations([
+        { ...base, holder: 'a', token: 1, start: 1_000, releasedAt: 1_600 },
+        { ...base, holder: 'b', token: 2, start: 1_500 },
+      ]),
+    ).toEqual(['k: token 2 (b) granted at 1500, while token 1 (a) held until its release at 1600']);
+    expect(historyViolations([{ ...base, holder: 'a', token: 2, start: 1_000 }])).toEqual([
+      'k: token 1 was never granted (next seen: 2)',
+    ]);
+    expect(
+      historyViolations([
+        { ...base, holder: 'a', token: 1, start: 1_000, releasedAt: 1_200 },
+        { ...base, holder: 'b', token: 2, start: 1_200, expiresAt: 2_500 },
+        { ...base, holder: 'c', token: 3, start: 2_501, expiresAt: 3_500 },
+      ]),
+    ).toEqual([]);
+  });
+});
+
+const pgResult = await testPostgres('multi-replica central on PostgreSQL');
+if (!pgResult.ok) {
+  describe.skip(`multi-replica central on PostgreSQL: ${pgResult.reason}`, () => {
+    it('needs PostgreSQL', () => {});
+  });
+} else {
+  const db = pgResult.pg;
+  afterAll(() => db.stop());
+  describe('multi-replica central on one PostgreSQL', () => {
+    it(`keeps one holder per key across ${REPLICAS} replicas and ${OPTIONS.holders} holders`, {
+      timeout: 60_000,
+    }, async () => {
+      const schema = await db.createSchema();
+      const stores = await Promise.all(
+        Array.from({ length: REPLICAS }, () =>
+          PostgresStore.open({ dsn: db.dsn, schema: schema.name, logger: quiet }),
+        ),
+      );
+      try {
+        expectSafe(await contend(stores));
+      } finally {
+        await schema.drop();
+      }
+    });
+  });
+}
+
+describe('multi-replica central on one Kubernetes API server', () => {
+  it(`keeps one holder per key across ${REPLICAS} replicas and ${OPTIONS.holders} holders`, {
+    timeout: 60_000,
+  }, async () => {
+    const sb = await startTestSandbox();
+    try {
+      await sb.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'berth-leases' } } });
+      const stores = Array.from(
+        { length: REPLICAS },
+        () => new K8sLeaseStore({ kc: sb.kc, namespace: 'berth-leases' }),
+      );
+      expectSafe(await contend(stores));
+    } finally {
+      await sb.stop();
+    }
+  });
+});
