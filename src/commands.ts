@@ -1,8 +1,8 @@
 // Every subcommand: its flag specs (for --help and the generated README tables) and how it runs.
 import { centralCommand, runCentral } from './central/command.ts';
 import type { CommandSpec } from './cli.ts';
+import { runSandboxCommand, sandboxWithOperatorCommand } from './embedded.ts';
 import { runCommand, runOperator } from './run.ts';
-import { runSandbox, sandboxCommand } from './sandbox/command.ts';
 
 export interface Command {
   spec: CommandSpec;
@@ -12,7 +12,7 @@ export interface Command {
 
 export const COMMANDS: readonly Command[] = [
   { spec: runCommand, run: (flags) => runOperator(flags as never) },
-  { spec: sandboxCommand, run: (flags) => runSandbox(flags as never, process.stdout).then(() => 0) },
+  { spec: sandboxWithOperatorCommand, run: (flags) => runSandboxCommand(flags as never, process.stdout) },
   { spec: centralCommand, run: (flags) => runCentral(flags as never) },
 ];
 

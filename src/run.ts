@@ -21,7 +21,7 @@ import { parseRunConfig, RUN_FLAG_SPECS, type RunConfig, resolveOperatorNamespac
 import { KubeTransport, loadKubeConfig } from './kube/client.ts';
 import { EventRecorder, eventSinkFor } from './kube/events.ts';
 import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
-import { Manager } from './kube/manager.ts';
+import { type LifecycleEvent, Manager } from './kube/manager.ts';
 import {
   type NodeTaintConfig,
   NodeTaintGuard,
@@ -71,6 +71,10 @@ export interface OperatorDeps {
   namespace: string;
   logger: Logger;
   features: FeatureConfigs;
+  /** Embedding (the sandbox's --with-operator): learn the manager's lifecycle steps. */
+  onLifecycle?: (event: LifecycleEvent) => void;
+  /** Embedding: learn the admission server's bound port (--webhook-port 0 picks a free one). */
+  onWebhookListening?: (port: number) => void;
 }
 
 /** Builds the manager for a validated configuration and registers every enabled feature's runnables. */
@@ -100,6 +104,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
     drainWindowMs: config.drainWindow,
     ...(elector ? { elector } : {}),
+    ...(deps.onLifecycle ? { onEvent: deps.onLifecycle } : {}),
   });
   const transport = new KubeTransport(deps.kubeConfig);
   const recorder = new EventRecorder({
@@ -218,6 +223,7 @@ function addWorkloadAdmission(manager: Manager, deps: OperatorDeps, registry: Re
         logger,
       });
       await server.start();
+      deps.onWebhookListening?.(server.port);
       manager.probes.addReadyzCheck('webhook', server.startedCheck);
       void liveCheck.start();
     },

@@ -13,6 +13,6 @@ function clusterConfigured(env: NodeJS.ProcessEnv): boolean {
 
 const args = clusterConfigured(process.env)
   ? ['run', ...process.argv.slice(2)]
-  : ['sandbox', ...process.argv.slice(2)];
+  : ['sandbox', '--with-operator', '--simulate-workloads', ...process.argv.slice(2)];
 process.argv = [process.argv[0]!, process.argv[1]!, ...args];
 await import('./main.ts');

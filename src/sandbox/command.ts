@@ -31,6 +31,12 @@ export const sandboxCommand: CommandSpec = {
       default: 10_000,
       help: 'Changes kept for watch replay before 410 Gone',
     },
+    {
+      name: 'simulate-workloads',
+      kind: 'boolean',
+      default: false,
+      help: 'Run workload controllers, a scheduler and a kubelet, so that workloads get running Pods',
+    },
   ],
 };
 
@@ -40,8 +46,10 @@ export async function runSandbox(flags: FlagValues, out: NodeJS.WritableStream):
     kubeconfigPath: String(flags.kubeconfig),
     rbac: flags.rbac === true,
     historyLimit: Number(flags['watch-history']),
+    simulateWorkloads: flags['simulate-workloads'] === true,
   });
   out.write(`sandbox API server: ${sandbox.url}\nkubeconfig: ${sandbox.kubeconfigPath}\n`);
+  if (flags['simulate-workloads'] === true) out.write('workload simulation: on (node sandbox-node-1)\n');
   out.write(`try: KUBECONFIG=${sandbox.kubeconfigPath} kubectl get namespaces\n`);
   await new Promise<void>((resolve) => {
     const stop = (): void => {

@@ -14,11 +14,13 @@ import { ObjectService, type RequestContext, rfc3339 } from './objects.ts';
 import { defaultRbacObjects } from './rbac.ts';
 import { Registry, typeKey } from './registry.ts';
 import { SandboxHttp } from './server.ts';
+import { type SimulatorOptions, startSimulator } from './simulator/index.ts';
 import { Store } from './store.ts';
 import { createServingPki } from './tls.ts';
 import type { KubeObject, UserInfo } from './types.ts';
 
 export type { FaultHandle, FaultRule, Faults, WatchFilter } from './faults.ts';
+export type { SimulatorOptions } from './simulator/index.ts';
 
 export interface SandboxOptions {
   /** host:port to listen on; port 0 picks a free one. Default 127.0.0.1:0. */
@@ -33,6 +35,13 @@ export interface SandboxOptions {
   rbac?: boolean;
   /** Clock for timestamps. */
   now?: () => number;
+  /**
+   * Run the workload simulator: Deployment/ReplicaSet/StatefulSet/Job/CronJob controllers, a scheduler
+   * and kubelets (see src/sandbox/simulator/index.ts). Default false.
+   */
+  simulateWorkloads?: boolean;
+  /** Delays and retries of the workload simulator. */
+  simulator?: SimulatorOptions;
 }
 
 export interface SandboxUser {
@@ -248,6 +257,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     await writeFile(options.kubeconfigPath, admin.kubeconfig, { mode: 0o600 });
   }
 
+  const simulator = options.simulateWorkloads
+    ? await startSimulator({ store, registry, objects, now }, options.simulator)
+    : undefined;
+
   const sockets = new Set<Socket>();
   server.on('secureConnection', (socket) => {
     sockets.add(socket);
@@ -275,6 +288,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
     count: (group, resource) => store.count(typeKey(group, resource)),
     async stop() {
+      await simulator?.stop();
       controllers?.stop();
       for (const w of faults.watches) w.drop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

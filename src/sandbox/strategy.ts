@@ -2,6 +2,7 @@
 // update reset, and the validations our operator and its tests depend on. Types without an entry get
 // generic behaviour (subdomain names, metadata checks).
 import { crdStrategy } from './crds.ts';
+import { parseCron } from './simulator/cron.ts';
 import { badRequest, type FieldCause, type KubeObject } from './types.ts';
 import { forbiddenCause, immutableCause, invalidCause, type NameRule, requiredCause } from './validation.ts';
 
@@ -362,6 +363,13 @@ const cronJobStrategy: Strategy = {
     const causes: FieldCause[] = [];
     if (typeof spec.schedule !== 'string' || spec.schedule.trim() === '')
       causes.push(requiredCause('spec.schedule'));
+    else {
+      try {
+        parseCron(spec.schedule, typeof spec.timeZone === 'string' ? spec.timeZone : undefined);
+      } catch (err) {
+        causes.push(invalidCause('spec.schedule', spec.schedule, (err as Error).message));
+      }
+    }
     const podSpec = obj(obj(obj(obj(spec.jobTemplate).spec).template).spec);
     causes.push(...podSpecErrors(podSpec, 'spec.jobTemplate.spec.template.spec'));
     return causes;

@@ -1,6 +1,7 @@
 // Object semantics of the sandbox API server through the real @kubernetes/client-node.
 import {
   AppsV1Api,
+  BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
   EventsV1Api,
@@ -472,5 +473,29 @@ describe('events.k8s.io/v1 Events', () => {
     );
     expect(changed.code).toBe(422);
     expect(changed.causes[0]?.field).toBe('reason');
+  });
+});
+
+describe('CronJobs', () => {
+  it('rejects an invalid schedule with 422', async () => {
+    const batch = t.kc.makeApiClient(BatchV1Api);
+    const res = await apiFailure(
+      batch.createNamespacedCronJob({
+        namespace: 'default',
+        body: {
+          metadata: { name: 'bad-schedule' },
+          spec: {
+            schedule: 'every tuesday',
+            jobTemplate: {
+              spec: {
+                template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } },
+              },
+            },
+          },
+        },
+      }),
+    );
+    expect(res.code).toBe(422);
+    expect(res.causes[0]?.field).toBe('spec.schedule');
   });
 });
