@@ -68,8 +68,8 @@ describe('the embedded system', () => {
       })) as { status?: { leaseState?: string; currentHolder?: string; fencingToken?: number } };
       return got.status?.leaseState === 'held' ? got.status : undefined;
     });
-    expect(lease.currentHolder).toBe('sandbox');
-    expect(lease.fencingToken).toBeGreaterThan(0);
+    expect(lease?.currentHolder).toBe('sandbox');
+    expect(lease?.fencingToken).toBeGreaterThan(0);
   });
 
   it('admits and runs an ordinary Deployment through the fail-closed webhooks', async () => {
