@@ -4,13 +4,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { CommandSpec } from '../src/cli.ts';
 import { COMMAND_SPECS } from '../src/commands.ts';
 
-const escape = (text: string): string =>
+const cell = (text: string): string =>
   text.replaceAll('|', '\\|').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
 export function flagsTable(spec: CommandSpec): string {
   const rows = spec.flags.map((f) => {
     const def = f.default === undefined || f.default === '' ? '' : `\`${String(f.default)}\``;
-    return `| \`--${f.name}\` | ${def} | ${f.env ? `\`${f.env}\`` : ''} | ${escape(f.help)} |`;
+    return `| \`--${f.name}\` | ${def} | ${f.env ? `\`${f.env}\`` : ''} | ${cell(f.help)} |`;
   });
   return ['| flag | default | env | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
