@@ -99,8 +99,16 @@ export async function runContention(urls: string[], opts: ContentionOptions): Pr
   }
 
   async function holderLoop(holder: string): Promise<void> {
+    // Keys this holder abandoned: it stays away until they expired, or its next acquire would renew the
+    // abandoned hold in place (same token) and the history would have no hold that ended by expiry.
+    const abandonedUntil = new Map<string, number>();
     while (Date.now() < deadline && !enough()) {
-      const key = pick(keys);
+      const free = keys.filter((k) => (abandonedUntil.get(k) ?? 0) < Date.now());
+      if (free.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        continue;
+      }
+      const key = pick(free);
       const got = await call('acquire', key, { holder, ttlSeconds: opts.ttlSeconds });
       if (got.status !== 200) {
         problems.push(`acquire ${key} by ${holder}: HTTP ${got.status}`);
@@ -136,6 +144,7 @@ export async function runContention(urls: string[], opts: ContentionOptions): Pr
       } else {
         // Abandoned: it must expire (or be collected) before anyone else gets it.
         abandoned++;
+        abandonedUntil.set(key, hold.expiresAt);
       }
     }
   }
