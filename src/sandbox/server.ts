@@ -33,6 +33,15 @@ export interface ServerDeps {
   bookmarkIntervalMs: number;
 }
 
+/** The name a `fieldSelector` requires with `metadata.name=<name>` (or `==`), else ''. */
+function exactNameSelector(query: URLSearchParams): string {
+  for (const term of (query.get('fieldSelector') ?? '').split(',')) {
+    const m = /^metadata\.name==?(.+)$/.exec(term.trim());
+    if (m?.[1]) return m[1];
+  }
+  return '';
+}
+
 interface ResourceRequest {
   verb: string;
   type: ResourceType;
@@ -328,7 +337,9 @@ export class SandboxHttp {
       subresource: info.subresource,
       // kube-apiserver treats a Namespace as living in itself for authorization.
       namespace: info.type.group === '' && info.type.resource === 'namespaces' ? info.name : info.namespace,
-      name: info.name,
+      // kube-apiserver (requestinfo.go) authorizes a list or watch whose field selector requires an exact
+      // metadata.name as a request for that name, so resourceNames rules can allow it.
+      name: info.name || (info.verb === 'list' || info.verb === 'watch' ? exactNameSelector(info.query) : ''),
       resourceRequest: true,
       path: '',
     };

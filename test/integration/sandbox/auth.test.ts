@@ -62,6 +62,50 @@ describe('authentication and RBAC', () => {
     ).toBe(403);
   });
 
+  it('authorizes a list or watch with a metadata.name field selector against resourceNames', async () => {
+    const sa = t.sandbox.users.serviceAccount('default', 'named');
+    const core = kubeConfigFrom(sa.kubeconfig).makeApiClient(CoreV1Api);
+    const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'one-cm' },
+        rules: [
+          {
+            apiGroups: [''],
+            resources: ['configmaps'],
+            resourceNames: ['only-this'],
+            verbs: ['get', 'list', 'watch'],
+          },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'one-cm' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'one-cm' },
+        subjects: [{ kind: 'ServiceAccount', name: 'named', namespace: 'default' }],
+      },
+    });
+    await eventually(
+      async () =>
+        (
+          await apiOutcome(
+            core.listNamespacedConfigMap({ namespace: 'default', fieldSelector: 'metadata.name=only-this' }),
+          )
+        ).code === 200,
+    );
+    expect((await apiOutcome(core.listNamespacedConfigMap({ namespace: 'default' }))).code).toBe(403);
+    expect(
+      (
+        await apiOutcome(
+          core.listNamespacedConfigMap({ namespace: 'default', fieldSelector: 'metadata.name=other' }),
+        )
+      ).code,
+    ).toBe(403);
+  });
+
   it('lets an authenticated user read discovery but not resources', async () => {
     const user = t.sandbox.users.add('alice');
     const path = await writeTempKubeconfig(user.kubeconfig);
