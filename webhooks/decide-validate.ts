@@ -23,13 +23,15 @@ import {
 export const denyWith = (key: keyof typeof AdmissionMessage, code = 403): Denied =>
   deny(key, AdmissionMessage[key], code);
 
-const sameOwners = (o: Workload, old: Workload): boolean =>
+/** Whether an UPDATE leaves the ownerReferences as they were. */
+export const sameOwners = (o: Workload, old: Workload): boolean =>
   isDeepStrictEqual(ownerReferencesOf(o), ownerReferencesOf(old));
 
 /**
  * Step 7a: an UPDATE of an object whose old version was never admitted (no managed-lease-uid annotation)
- * but that resolves to a binding now. It may be stopped, or (a Pod) touched without changing its spec,
- * but not adopted, started or given the managed identity.
+ * but that resolves to a binding, through its new owners or, when the UPDATE changes them, its old ones.
+ * It may be stopped, or (a Pod) touched without changing its spec, but not adopted, released from its
+ * managed controller, started or given the managed identity.
  */
 export function decideUnadmittedUpdate(o: Workload, old: Workload, kind: WorkloadKind): Denied | undefined {
   if (!sameOwners(o, old)) return denyWith('cannotAdopt');

@@ -2,8 +2,13 @@
 // /validate-managed-workloads: the binding subresource, binding resolution, stamping on the mutating path,
 // and on the validating path the rules of decide-validate.ts plus the lease-dependent ones (gate removal,
 // activation, recordTarget). All I/O goes through the AdmissionIO passed in.
-import { isDeepStrictEqual } from 'node:util';
-import { decideUnadmittedUpdate, denyWith, removesGate, validateManagedObject } from './decide-validate.ts';
+import {
+  decideUnadmittedUpdate,
+  denyWith,
+  removesGate,
+  sameOwners,
+  validateManagedObject,
+} from './decide-validate.ts';
 import type { AdmissionIO } from './io.ts';
 import { activeAt, leaseFacts, ReviewLeases } from './leases.ts';
 import { recordTarget } from './record-target.ts';
@@ -12,6 +17,7 @@ import {
   type Binding,
   bindingFromAnnotations,
   expectedBinding,
+  type ResolveContext,
   ResolveError,
 } from './resolve.ts';
 import { type AdmissionRequest, allow, type Decision, deny } from './review.ts';
@@ -21,7 +27,6 @@ import {
   hasManagedUIDAnnotation,
   increasesActivity,
   type JsonObject,
-  ownerReferencesOf,
   parseWorkload,
   templateOf,
   type Workload,
@@ -94,16 +99,49 @@ function parseRequest(req: AdmissionRequest): Parsed | Decision {
   if (namespace === '' && kind !== 'Other') return malformed(`request.namespace is required for a ${kind}`);
   const apiVersion = req.kind.group === '' ? req.kind.version : `${req.kind.group}/${req.kind.version}`;
   // The request, not the body, says where the object lives and what it is.
-  const object: Workload = {
-    ...parsed.value,
+  const located = (w: Workload): Workload => ({
+    ...w,
     apiVersion,
     kind: req.kind.kind,
-    metadata: { ...(parsed.value.metadata ?? {}), namespace },
+    metadata: { ...(w.metadata ?? {}), namespace },
+  });
+  return {
+    raw: req.object,
+    object: located(parsed.value),
+    old: old === undefined ? undefined : located(old),
+    kind,
+    apiVersion,
+    namespace,
   };
-  return { raw: req.object, object, old, kind, apiVersion, namespace };
 }
 
 const isDecision = (v: Parsed | Decision): v is Decision => 'allowed' in v;
+
+/**
+ * §4.4 steps 4-5: the binding this review is judged under, or the decision when resolution settles it.
+ * An admitted object keeps the identity its old version carries. Otherwise the binding is resolved
+ * through the live owners (§4.3) of the new object and, when the UPDATE changes the owners, of the old
+ * one as well: an object that its old owners bound to a lease stays bound to it, so dropping or replacing
+ * the controller of a managed Pod (or ReplicaSet, or Job) cannot take it out of admission and, with it,
+ * out of the rule that only the operator lifts the gate. Then step 7a judges the owner change.
+ */
+async function reviewBinding(
+  p: Parsed,
+  ctx: ResolveContext,
+): Promise<{ binding: Binding | undefined } | Decision> {
+  const { object: o, old } = p;
+  if (old !== undefined && hasManagedUIDAnnotation(old)) return { binding: bindingFromAnnotations(old) };
+  try {
+    const binding = await expectedBinding(o, p.kind, p.apiVersion, old, ctx);
+    if (binding !== undefined || old === undefined || sameOwners(o, old)) return { binding };
+    return { binding: await expectedBinding(old, p.kind, p.apiVersion, o, ctx) };
+  } catch (err) {
+    if (!(err instanceof ResolveError)) throw err;
+    // Step 5: an unadmitted object whose owners are unchanged, e.g. a Pod whose owner is gone.
+    const unmanagedUpdate = old !== undefined && !hasManagedUIDAnnotation(o) && sameOwners(o, old);
+    return unmanagedUpdate ? allow() : deny(err.reason, err.message);
+  }
+}
 
 async function leaseAuthorizes(
   leases: ReviewLeases,
@@ -180,25 +218,9 @@ export async function decideWorkloadAdmission(
   const { object: o, old } = p;
   const leases = new ReviewLeases(deps.io, p.namespace);
 
-  let binding: Binding | undefined;
-  if (old !== undefined && hasManagedUIDAnnotation(old)) {
-    binding = bindingFromAnnotations(old);
-  } else {
-    try {
-      binding = await expectedBinding(o, p.kind, p.apiVersion, old, {
-        io: deps.io,
-        leases,
-        namespace: p.namespace,
-      });
-    } catch (err) {
-      if (!(err instanceof ResolveError)) throw err;
-      const unmanagedUpdate =
-        old !== undefined &&
-        !hasManagedUIDAnnotation(o) &&
-        isDeepStrictEqual(ownerReferencesOf(o), ownerReferencesOf(old));
-      return unmanagedUpdate ? allow() : deny(err.reason, err.message);
-    }
-  }
+  const resolved = await reviewBinding(p, { io: deps.io, leases, namespace: p.namespace });
+  if (!('binding' in resolved)) return resolved;
+  const { binding } = resolved;
   if (binding === undefined) return allow();
 
   if (mode === 'mutate') {

@@ -73,6 +73,33 @@ export function usableUid(body: unknown): string | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
+/**
+ * The first key of parsed JSON that would rewrite a prototype if it were ever assigned rather than defined
+ * (`__proto__`, or `constructor` holding a `prototype`: the keys Fastify's parser refuses by default). The
+ * server parses without that refusal so that such a review still gets a well-formed denial, and denies it
+ * before anything copies it. Iterative: a deeply nested body cannot overflow the stack.
+ */
+export function prototypeKey(value: unknown): string | undefined {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      // One by one: a spread of a huge array would exceed the argument limit.
+      for (const item of v) pending.push(item);
+      continue;
+    }
+    for (const [key, child] of Object.entries(v)) {
+      if (key === '__proto__') return key;
+      if (key === 'constructor' && isRecord(child) && Object.hasOwn(child, 'prototype')) {
+        return 'constructor.prototype';
+      }
+      pending.push(child);
+    }
+  }
+  return undefined;
+}
+
 /** The apiVersion to answer in: the request's when it is one we speak, else v1. */
 export function answerApiVersion(body: unknown): AdmissionApiVersion {
   const v = isRecord(body) ? body.apiVersion : undefined;

@@ -3,8 +3,9 @@
 // The contract with the API server (failurePolicy Fail makes every misstep a denial, so none is left to
 // chance): a body over 7 MiB gets 413, a non-JSON content type 415, unparsable JSON or a review without a
 // usable uid 400; anything else gets HTTP 200 and a well-formed AdmissionReview in the request's apiVersion
-// echoing the uid. A malformed review is denied with code 400, a handler error with 500, a review that
-// runs past its deadline (from `?timeout=`, at most 5 s) with 504; nothing that fails is ever allowed.
+// echoing the uid. A malformed review (a prototype-poisoning key such as `__proto__` included) is denied
+// with code 400, a handler error with 500, a review that runs past its deadline (from `?timeout=`, at most
+// 5 s) with 504; nothing that fails is ever allowed.
 // Keep-alive outlasts the API server's 90 s idle timeout, so it never writes to a connection we closed.
 // Certificates hot-swap through setSecureContext without dropping connections.
 import type { Server as HttpsServer } from 'node:https';
@@ -25,6 +26,7 @@ import {
   type Decision,
   deny,
   describeIssues,
+  prototypeKey,
   reviewResponse,
   usableUid,
 } from './review.ts';
@@ -164,6 +166,10 @@ export class AdmissionServer {
     this.#app = Fastify<HttpsServer>({
       https: tlsOptions(currentPair(options.certificates)),
       bodyLimit: MAX_BODY_BYTES,
+      // Parsed as plain JSON.parse (own properties only, no prototype is touched); #serve then denies a
+      // review holding such keys with a well-formed answer instead of the parser's bare 400.
+      onProtoPoisoning: 'ignore',
+      onConstructorPoisoning: 'ignore',
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
       requestTimeout: REQUEST_TIMEOUT_MS,
       // During a graceful close, requests still arriving on open connections are answered, not 503'd:
@@ -324,10 +330,17 @@ export class AdmissionServer {
         .send({ code: 400, message: 'AdmissionReview request.uid is missing or not usable' });
     }
     const apiVersion = answerApiVersion(body);
-    const parsed = admissionReviewSchema.safeParse(body);
+    const forbidden = prototypeKey(body);
+    const parsed = forbidden === undefined ? admissionReviewSchema.safeParse(body) : undefined;
     const log = this.#options.logger?.child({ webhook: handler.path, uid });
     let decision: Decision;
-    if (!parsed.success) {
+    if (parsed === undefined) {
+      decision = deny(
+        'malformed',
+        `malformed AdmissionReview: forbidden key ${JSON.stringify(forbidden)}`,
+        400,
+      );
+    } else if (!parsed.success) {
       decision = deny('malformed', `malformed AdmissionReview: ${describeIssues(parsed.error)}`, 400);
     } else {
       const query = request.query as Record<string, unknown> | undefined;
@@ -339,7 +352,7 @@ export class AdmissionServer {
     }
     if (!decision.allowed) {
       this.#metrics.rejections.inc({ reason: decision.reason });
-      const r = parsed.success ? parsed.data.request : undefined;
+      const r = parsed?.success ? parsed.data.request : undefined;
       log?.info(
         {
           reason: decision.reason,

@@ -452,6 +452,77 @@ describe('managed Pods', () => {
   });
 });
 
+describe('a Pod of a chain that a lease governs only after the Pod was admitted', () => {
+  it('cannot be taken out of the chain together with its gate by an ordinary user', async () => {
+    // A Deployment, its ReplicaSet and a (self-)gated Pod, all admitted while no lease targeted them.
+    const dep = await apps.createNamespacedDeployment({ namespace: NS, body: deploymentBody('legacy') });
+    const rs = await apps.createNamespacedReplicaSet({
+      namespace: NS,
+      body: {
+        metadata: {
+          name: 'legacy-1',
+          namespace: NS,
+          labels: { app: 'legacy' },
+          ownerReferences: [
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: 'legacy',
+              uid: dep.metadata!.uid!,
+              controller: true,
+            },
+          ],
+        },
+        spec: { replicas: 0, selector: { matchLabels: { app: 'legacy' } }, template: dep.spec!.template },
+      },
+    });
+    const pod = await core.createNamespacedPod({
+      namespace: NS,
+      body: {
+        metadata: {
+          name: 'legacy-1-a',
+          labels: { app: 'legacy' },
+          ownerReferences: [
+            {
+              apiVersion: 'apps/v1',
+              kind: 'ReplicaSet',
+              name: 'legacy-1',
+              uid: rs.metadata!.uid!,
+              controller: true,
+            },
+          ],
+        },
+        spec: {
+          containers: [{ name: 'app', image: 'registry.example.com/app:1' }],
+          schedulingGates: [{ name: GATE }],
+        },
+      },
+    });
+    expect(pod.metadata?.annotations ?? {}).not.toHaveProperty(MANAGED_UID);
+    // Now a lease targets the Deployment: the Pod belongs to a managed chain it was never admitted into.
+    await custom.createNamespacedCustomObject({
+      group: GROUP,
+      version: 'v1alpha1',
+      namespace: NS,
+      plural: 'berthleases',
+      body: leaseBody('legacy', 'legacy'),
+    });
+    const aliceApi = t.kubeConfigFor(t.sandbox.users.add('alice').kubeconfig).makeApiClient(CoreV1Api);
+    const orphanAndUngate = [
+      { op: 'remove', path: '/metadata/ownerReferences' },
+      { op: 'remove', path: '/spec/schedulingGates' },
+    ];
+    await expect(
+      aliceApi.patchNamespacedPod({ namespace: NS, name: 'legacy-1-a', body: orphanAndUngate }),
+    ).rejects.toSatisfy(
+      (err) => errorMessage(err) === `${VALIDATE}managed controllers cannot adopt unadmitted objects`,
+    );
+    const after = await core.readNamespacedPod({ namespace: NS, name: 'legacy-1-a' });
+    expect(after.spec?.schedulingGates).toEqual([{ name: GATE }]);
+    expect(after.metadata?.ownerReferences?.[0]?.name).toBe('legacy-1');
+  });
+});
+
 describe('unmanaged workloads', () => {
   it('a Deployment no lease targets is admitted unchanged', async () => {
     const dep = await apps.createNamespacedDeployment({ namespace: NS, body: deploymentBody('plain') });

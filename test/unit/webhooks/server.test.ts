@@ -211,6 +211,76 @@ describe('wire contract', () => {
     });
   });
 
+  it('denies a review holding a prototype-poisoning key with a well-formed answer, without deciding', async () => {
+    // Found by property.test.ts (seed 102): object.metadata = {"": {"__proto__": {}}} drew a bare 400.
+    const { server } = await startServer();
+    const poisoned: [string, (b: { request: Record<string, unknown> }) => void, string][] = [
+      [
+        'nested __proto__',
+        (b) => {
+          b.request.object = { metadata: { '': JSON.parse('{"__proto__":{}}') } };
+        },
+        '__proto__',
+      ],
+      [
+        '__proto__ carrying a decision input',
+        (b) => {
+          b.request.name = 'deny';
+          b.request.object = JSON.parse('{"metadata":{"__proto__":{"name":"x"}}}');
+        },
+        '__proto__',
+      ],
+      [
+        'constructor.prototype in an array',
+        (b) => {
+          b.request.object = { items: [{ constructor: { prototype: { polluted: true } } }] };
+        },
+        'constructor.prototype',
+      ],
+    ];
+    for (const [what, poison, key] of poisoned) {
+      const b = JSON.parse(body('deny')) as { request: Record<string, unknown> };
+      poison(b);
+      const res = await send(server.port, JSON.stringify(b));
+      expect(res.status, what).toBe(200);
+      const answer = checkAnswer(res.status, 'application/json', res.body, 'uid-deny', true);
+      expect(answer, what).toMatchObject({
+        allowed: false,
+        code: 400,
+        message: `malformed AdmissionReview: forbidden key "${key}"`,
+      });
+    }
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // A constructor key without a prototype is ordinary data.
+    const plain = JSON.parse(body('ok')) as { request: Record<string, unknown> };
+    plain.request.object = { metadata: { labels: { constructor: 'x' } } };
+    expect(
+      checkAnswer(
+        200,
+        'application/json',
+        (await send(server.port, JSON.stringify(plain))).body,
+        'uid-ok',
+        true,
+      ),
+    ).toMatchObject({ allowed: true });
+  });
+
+  it('looks for those keys in a huge array or a deep nesting without overflowing', async () => {
+    const { server } = await startServer();
+    const wide = JSON.parse(body('ok')) as { request: { object: Record<string, unknown> } };
+    wide.request.object.data = new Array(3_000_000).fill(0);
+    const deep = body('ok').replace(
+      '"oldObject":null',
+      `"oldObject":{"x":${'['.repeat(200_000)}${']'.repeat(200_000)}}`,
+    );
+    for (const raw of [JSON.stringify(wide), deep]) {
+      const res = await send(server.port, raw);
+      expect(checkAnswer(res.status, 'application/json', res.body, 'uid-ok', true)).toMatchObject({
+        allowed: true,
+      });
+    }
+  });
+
   it('refuses bodies over 7 MiB with 413 and accepts one just under', async () => {
     const { server } = await startServer();
     const small = JSON.parse(body('ok'));
