@@ -8,14 +8,18 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import {
+  type ConfigurationOptions,
   HttpMethod,
   IsomorphicFetchHttpLibrary,
   KubeConfig,
+  Observable,
   PatchStrategy,
   RequestContext,
+  type ResponseContext,
   setHeaderOptions,
   type V1Status,
 } from '@kubernetes/client-node';
+import { type Clock, realClock } from './clock.ts';
 
 // ---- KubeConfig loading ----
 
@@ -174,18 +178,102 @@ export interface KubeRequester {
 }
 
 /**
+ * Keeps one connection pool (undici dispatcher) for a series of requests. client-node's
+ * `applySecurityAuthentication` builds a new undici Agent for every request, so every typed-client call
+ * otherwise opens a new TCP + TLS connection (and leaves it open until the pool is collected). Call
+ * `apply(ctx)` after authentication has been applied to the request context: the first request's
+ * dispatcher is kept, later requests get it instead of their own.
+ */
+export class DispatcherReuse {
+  #dispatcher: ReturnType<RequestContext['getDispatcher']>;
+  #cached = false;
+
+  apply(ctx: RequestContext): void {
+    if (this.#cached) {
+      if (this.#dispatcher !== undefined) ctx.setDispatcher(this.#dispatcher);
+      return;
+    }
+    this.#dispatcher = ctx.getDispatcher();
+    this.#cached = true;
+  }
+
+  /** Destroys the pool, failing requests still in flight; a later request starts a new one. */
+  async close(): Promise<void> {
+    const dispatcher = this.#dispatcher;
+    this.#dispatcher = undefined;
+    this.#cached = false;
+    await dispatcher?.destroy();
+  }
+}
+
+/**
+ * Per-call options for client-node's typed APIs (`api.readNamespacedLease(params, options)`): calls
+ * given the same `pool` share its connections instead of opening one each, and `signal` (if any) aborts
+ * the request. Keep one pool per API client, e.g. `const opts = typedRequestOptions({ pool })`.
+ */
+export function typedRequestOptions(options: {
+  pool: DispatcherReuse;
+  signal?: AbortSignal;
+}): ConfigurationOptions {
+  const { pool, signal } = options;
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          pool.apply(ctx);
+          if (signal !== undefined) ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+/** kube-apiserver's default `--request-timeout`: no non-watch request is served for longer. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+
+export interface KubeTransportOptions {
+  /**
+   * Bound on every non-watch request, reading its response with `text()` included (default 60 s;
+   * 0: none). A request passing it fails with a RequestTimeoutError. Watches are not bounded here:
+   * their callers bound them (the informer's inactivity timeout).
+   */
+  requestTimeoutMs?: number;
+  clock?: Clock;
+}
+
+/** A request that got no complete answer within the transport's request timeout. */
+export class RequestTimeoutError extends Error {
+  constructor(method: string, path: string, ms: number) {
+    super(`${method} ${path} timed out after ${ms}ms`);
+    this.name = 'RequestTimeoutError';
+  }
+}
+
+function isWatchRequest(req: RawRequest): boolean {
+  const watch = req.query?.watch;
+  return watch === true || watch === 'true' || watch === '1' || watch === 1 || /\/watch\//.test(req.path);
+}
+
+/**
  * Requests through the KubeConfig's authentication and TLS settings (the same undici fetch the typed
  * clients use). Authentication is applied per request, so rotating tokens keep working; the connection
- * pool (dispatcher) is created once and reused.
+ * pool (dispatcher) is created once and reused. Non-watch requests are bounded by a request timeout,
+ * so a server or connection that never answers cannot hang a caller (a reconcile, a stop()) forever.
  */
 export class KubeTransport implements KubeRequester {
   readonly #kc: KubeConfig;
   readonly #http = new IsomorphicFetchHttpLibrary();
-  #dispatcher: ReturnType<RequestContext['getDispatcher']>;
-  #dispatcherCached = false;
+  readonly #pool = new DispatcherReuse();
+  readonly #timeoutMs: number;
+  readonly #clock: Clock;
 
-  constructor(kc: KubeConfig) {
+  constructor(kc: KubeConfig, options: KubeTransportOptions = {}) {
     this.#kc = kc;
+    this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#clock = options.clock ?? realClock;
   }
 
   get server(): string {
@@ -201,24 +289,57 @@ export class KubeTransport implements KubeRequester {
     }
     const ctx = new RequestContext(url.toString(), HttpMethod[req.method ?? 'GET']);
     await this.#kc.applySecurityAuthentication(ctx);
-    if (this.#dispatcherCached) {
-      if (this.#dispatcher !== undefined) ctx.setDispatcher(this.#dispatcher);
-    } else {
-      this.#dispatcher = ctx.getDispatcher();
-      this.#dispatcherCached = true;
-    }
+    this.#pool.apply(ctx);
     ctx.setHeaderParam('Accept', 'application/json');
     if (req.body !== undefined) {
       ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
       ctx.setBody(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
     }
-    if (req.signal) ctx.setSignal(req.signal);
-    const res = await this.#http.send(ctx).toPromise();
+    const method = req.method ?? 'GET';
+    const bounded = this.#timeoutMs > 0 && Number.isFinite(this.#timeoutMs) && !isWatchRequest(req);
+    if (!bounded) {
+      if (req.signal) ctx.setSignal(req.signal);
+      const res = await this.#http.send(ctx).toPromise();
+      return {
+        status: res.httpStatusCode,
+        headers: lowerCaseKeys(res.headers),
+        text: () => res.body.text(),
+        stream: () => res.body.stream(),
+      };
+    }
+    const timeout = new AbortController();
+    const timer = this.#clock.setTimeout(
+      () => timeout.abort(new RequestTimeoutError(method, req.path, this.#timeoutMs)),
+      this.#timeoutMs,
+    );
+    ctx.setSignal(req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal);
+    // Whatever fetch rejects with on abort, report the timeout as such (a caller's own abort stays as is).
+    const timedOut = (err: unknown): unknown =>
+      timeout.signal.aborted && !req.signal?.aborted ? timeout.signal.reason : err;
+    let res: ResponseContext;
+    try {
+      res = await this.#http.send(ctx).toPromise();
+    } catch (err) {
+      timer.cancel();
+      throw timedOut(err);
+    }
     return {
       status: res.httpStatusCode,
       headers: lowerCaseKeys(res.headers),
-      text: () => res.body.text(),
-      stream: () => res.body.stream(),
+      text: async () => {
+        try {
+          return await res.body.text();
+        } catch (err) {
+          throw timedOut(err);
+        } finally {
+          timer.cancel();
+        }
+      },
+      // A caller streaming a non-watch response reads it at its own pace: the bound ends here.
+      stream: () => {
+        timer.cancel();
+        return res.body.stream();
+      },
     };
   }
 
@@ -227,10 +348,7 @@ export class KubeTransport implements KubeRequester {
    * informers first. The process otherwise keeps the pool for its lifetime.
    */
   async close(): Promise<void> {
-    const dispatcher = this.#dispatcher;
-    this.#dispatcher = undefined;
-    this.#dispatcherCached = false;
-    await dispatcher?.destroy();
+    await this.#pool.close();
   }
 }
 

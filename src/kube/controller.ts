@@ -106,6 +106,12 @@ export interface ControllerOptions {
   reconcileTimeoutMs?: number;
   /** Bound on waiting for the sources to sync in start() (default 2 min). */
   cacheSyncTimeoutMs?: number;
+  /**
+   * Bound on stop()'s drain (default 30 s, controller-runtime's graceful shutdown timeout; 0 or
+   * Infinity: no bound). When it passes, in-flight reconciles see their signal aborted and stop()
+   * returns without waiting for them any longer.
+   */
+  stopTimeoutMs?: number;
   /** Default: 5 ms -> 1000 s per item, max with a 10 qps / burst 100 bucket. */
   rateLimiter?: RateLimiter<string>;
   clock?: Clock;
@@ -117,6 +123,9 @@ interface Watch {
   source: Source<KubernetesObject>;
   options: WatchOptions<KubernetesObject>;
 }
+
+/** Default bound on Controller.stop()'s drain: controller-runtime's default graceful shutdown timeout. */
+export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
 
 export class Controller {
   readonly name: string;
@@ -131,6 +140,8 @@ export class Controller {
   #workers: Promise<void>[] = [];
   /** Aborts the wait for cache sync when the controller is stopped while starting. */
   readonly #starting = new AbortController();
+  /** Aborted when stop() gives up draining (grace signal or stop timeout): in-flight reconciles are aborted. */
+  readonly #abandon = new AbortController();
   #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   #stopping: Promise<void> | undefined;
 
@@ -212,32 +223,66 @@ export class Controller {
   }
 
   /**
-   * Stops taking new work and waits for in-flight reconciles to finish (drain). If `grace` aborts
-   * first, in-flight reconciles see their signal aborted and stop() returns without waiting further.
+   * Stops taking new work and waits for in-flight reconciles to finish (drain), at most `stopTimeoutMs`.
+   * If `grace` aborts first (or that bound passes), in-flight reconciles see their signal aborted and
+   * stop() returns without waiting further. Idempotent: every call returns the same stop, and the grace
+   * signal of a later call still applies to it (e.g. stop() from the start signal, then stop(grace)).
    */
   async stop(grace?: AbortSignal): Promise<void> {
-    this.#stopping ??= this.#stop(grace);
+    this.#stopping ??= this.#stop();
+    if (grace !== undefined) this.#abandonOn(grace, this.#stopping);
     return this.#stopping;
   }
 
-  async #stop(grace: AbortSignal | undefined): Promise<void> {
+  #abandonOn(grace: AbortSignal, stopping: Promise<void>): void {
+    const abandon = this.#abandon;
+    if (abandon.signal.aborted) return;
+    if (grace.aborted) {
+      abandon.abort(grace.reason);
+      return;
+    }
+    const onAbort = (): void => abandon.abort(grace.reason);
+    grace.addEventListener('abort', onAbort, { once: true });
+    // A long-lived grace signal (the manager's) must not keep the listener once the stop is over.
+    void stopping.then(() => grace.removeEventListener('abort', onAbort));
+  }
+
+  async #stop(): Promise<void> {
     this.#state = 'stopped';
     this.#starting.abort(new Error(`controller ${this.name} stopped`));
     for (const unregister of this.#unregister.splice(0)) unregister();
     const drained = this.queue.shutDownWithDrain().then(() => Promise.all(this.#workers));
-    if (grace === undefined) {
-      await drained;
-    } else {
-      const abandoned = new Promise<void>((resolve) => {
-        const onAbort = (): void => {
-          for (const ac of this.#inFlight) ac.abort(new Error(`controller ${this.name} stopping`));
-          resolve();
-        };
-        if (grace.aborted) onAbort();
-        else grace.addEventListener('abort', onAbort, { once: true });
-        void drained.then(() => grace.removeEventListener('abort', onAbort));
-      });
-      await Promise.race([drained, abandoned]);
+    const abandon = this.#abandon.signal;
+    const timeoutMs = this.#o.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS;
+    const timer =
+      timeoutMs > 0 && Number.isFinite(timeoutMs)
+        ? this.#clock.setTimeout(
+            () =>
+              this.#abandon.abort(
+                new Error(
+                  `controller ${this.name}: in-flight reconciles did not finish within ${timeoutMs}ms`,
+                ),
+              ),
+            timeoutMs,
+          )
+        : undefined;
+    let onAbandon: (() => void) | undefined;
+    const abandoned = new Promise<true>((resolve) => {
+      onAbandon = () => resolve(true);
+      if (abandon.aborted) onAbandon();
+      else abandon.addEventListener('abort', onAbandon, { once: true });
+    });
+    const gaveUp = await Promise.race([drained.then(() => false as const), abandoned]);
+    this.#clock.clearTimeout(timer);
+    if (onAbandon !== undefined) abandon.removeEventListener('abort', onAbandon);
+    if (gaveUp) {
+      const reason =
+        abandon.reason instanceof Error ? abandon.reason : new Error(`controller ${this.name} stopping`);
+      for (const ac of this.#inFlight) ac.abort(reason);
+      this.#o.logger?.warn(
+        { controller: this.name, inFlight: this.#inFlight.size, err: describeError(reason) },
+        'controller stopped without waiting for in-flight reconciles',
+      );
     }
     this.#o.logger?.info({ controller: this.name }, 'controller stopped');
   }
@@ -301,6 +346,8 @@ export class Controller {
       ? childLogger(this.#o.logger, { controller: this.name, namespace, name, reconcileID })
       : silentLogger();
     const ac = new AbortController();
+    // Handed out just before stop() gave up waiting: start aborted rather than run unbounded.
+    if (this.#abandon.signal.aborted) ac.abort(this.#abandon.signal.reason);
     this.#inFlight.add(ac);
     const timeoutMs = this.#o.reconcileTimeoutMs;
     let timedOut = false;

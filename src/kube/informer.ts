@@ -659,6 +659,10 @@ export class Informer<T extends KubernetesObject> {
       this.#clock.clearTimeout(timer);
       timer = this.#clock.setTimeout(() => local.abort(reason()), delay);
     };
+    // A listener added to an already aborted signal never runs: a stop() that came while the previous
+    // step finished (e.g. from a handler during the list) would leave this request running unaborted
+    // and stop() waiting for it until the server ends it.
+    if (stop.aborted) throw stop.reason ?? new Error(`informer ${this.name} stopped`);
     arm(ms, () => new RequestTimeout(what, ms));
     const onStop = (): void => local.abort(stop.reason);
     stop.addEventListener('abort', onStop, { once: true });

@@ -6,8 +6,11 @@
 // gives up when it cannot renew within the renew deadline.
 //
 // Deliberate differences from client-go, each on the safe side:
-//  - the renew deadline runs from the moment the last successful renewal was *sent*, not from the start
-//    of the current retry cycle, so the leader always steps down before any candidate can take over;
+//  - the renew deadline runs from the moment the last successful write (the renewal, or the create or
+//    update that won the Lease; not the read before it) was *sent*, not from the start of the current
+//    retry cycle, so the leader always steps down before any candidate can take over; to leave that
+//    deadline to the renewal itself, renewals are sent a retry period after the previous *send*, not
+//    after its response;
 //  - a leader that sees another holder in the Lease steps down at once instead of retrying until the
 //    deadline;
 //  - a waiting candidate wakes up when the observed record expires instead of up to a jittered retry
@@ -18,9 +21,6 @@ import {
   type ConfigurationOptions,
   CoordinationV1Api,
   type KubeConfig,
-  Observable,
-  type RequestContext,
-  type ResponseContext,
   type V1Lease,
   type V1LeaseSpec,
   type V1MicroTime,
@@ -28,7 +28,7 @@ import {
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { Logger } from '../observability/logger.ts';
 import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
-import { describeError, isConflict, isNotFound } from './client.ts';
+import { DispatcherReuse, describeError, isConflict, isNotFound, typedRequestOptions } from './client.ts';
 import { type Clock, realClock } from './clock.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -259,42 +259,33 @@ export interface LeaseClient {
   replace(namespace: string, name: string, lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
 }
 
-// A per-request middleware handing the AbortSignal to fetch, so a request cut by the renew deadline
-// is really aborted. (Per-request options take client-node's observable-style middleware.)
-function abortable(signal: AbortSignal): ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(signal);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
-}
-
 export const LEASE_FIELD_MANAGER = 'berth-operator';
 
+/**
+ * A LeaseClient over client-node's typed API. Each request gets the AbortSignal, so a request cut by the
+ * renew deadline is really aborted, and all share one connection pool: client-node would otherwise open
+ * a new TCP + TLS connection for every request, which under load made renewals slow enough to cost
+ * leadership.
+ */
 export function kubeLeaseClient(kc: KubeConfig): LeaseClient {
   const api = kc.makeApiClient(CoordinationV1Api);
+  const pool = new DispatcherReuse();
+  const options = (signal: AbortSignal): ConfigurationOptions => typedRequestOptions({ pool, signal });
   return {
     async get(namespace, name, signal) {
       try {
-        return await api.readNamespacedLease({ name, namespace }, abortable(signal));
+        return await api.readNamespacedLease({ name, namespace }, options(signal));
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
       }
     },
     create: (namespace, body, signal) =>
-      api.createNamespacedLease({ namespace, body, fieldManager: LEASE_FIELD_MANAGER }, abortable(signal)),
+      api.createNamespacedLease({ namespace, body, fieldManager: LEASE_FIELD_MANAGER }, options(signal)),
     replace: (namespace, name, body, signal) =>
       api.replaceNamespacedLease(
         { name, namespace, body, fieldManager: LEASE_FIELD_MANAGER },
-        abortable(signal),
+        options(signal),
       ),
   };
 }
@@ -348,7 +339,8 @@ class RequestTimeout extends Error {
   }
 }
 
-type AttemptResult = { ok: true } | { ok: false; decision?: LeaderDecision; error?: unknown };
+/** `sentAt`: when the winning write (create or update) was sent; the renew deadline counts from it. */
+type AttemptResult = { ok: true; sentAt: number } | { ok: false; decision?: LeaderDecision; error?: unknown };
 
 export class LeaderElector {
   readonly identity: string;
@@ -395,7 +387,6 @@ export class LeaderElector {
   isLeader(): boolean {
     return this.#leading;
   }
-
   /** Holder identity last observed ('' when released, undefined before the first read). */
   getLeader(): string | undefined {
     return this.#observation?.record.holderIdentity;
@@ -437,11 +428,10 @@ export class LeaderElector {
   async #acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<number | undefined> {
     this.#log?.info('attempting to acquire leader lease');
     while (!signal.aborted) {
-      const sentAt = this.#clock.now();
       const attempt = await this.#tryAcquireOrRenew(this.#o.renewDeadlineMs, false);
       this.#reportTransition(callbacks);
       if (attempt.ok) {
-        if (!signal.aborted) return sentAt;
+        if (!signal.aborted) return attempt.sentAt;
         // Won just as we were cancelled: hand it straight back rather than leave it to expire.
         if (this.#o.releaseOnCancel) await this.#release();
         return undefined;
@@ -457,11 +447,17 @@ export class LeaderElector {
     return undefined;
   }
 
-  /** Renews every retry period until cancelled (false) or leadership is lost (true). */
+  /**
+   * Renews every retry period until cancelled (false) or leadership is lost (true). Renewals are sent
+   * one retry period after the previous one was *sent* (client-go waits a retry period after it
+   * completed): the renew deadline runs from the send, so a slow response must not also push the next
+   * attempt towards the deadline, or two slow requests in a row would cost leadership under load.
+   */
   async #renew(signal: AbortSignal, acquiredAt: number, callbacks: LeaderCallbacks): Promise<boolean> {
     let lastSentAt = acquiredAt;
     for (;;) {
-      if (!(await this.#sleep(this.#o.retryPeriodMs, signal))) return false;
+      const due = lastSentAt + this.#o.retryPeriodMs - this.#clock.now();
+      if (!(await this.#sleep(Math.max(0, due), signal))) return false;
       const deadline = renewDeadlineAt(lastSentAt, this.#o.renewDeadlineMs);
       for (;;) {
         const sentAt = this.#clock.now();
@@ -475,7 +471,7 @@ export class LeaderElector {
         const attempt = await this.#tryAcquireOrRenew(deadline - sentAt, true);
         this.#reportTransition(callbacks);
         if (attempt.ok) {
-          lastSentAt = sentAt;
+          lastSentAt = attempt.sentAt;
           break;
         }
         if (attempt.decision !== undefined && attempt.decision.action !== 'renew') {
@@ -509,11 +505,12 @@ export class LeaderElector {
       const decision = decideLeader(cached, startedAt, this.identity, opts);
       if (decision.action === 'renew') {
         try {
+          const sentAt = this.#clock.now();
           const written = await this.#call(remaining(), (s) =>
             this.#o.client.replace(ns, name, this.#withRecord(decision.record), s),
           );
           this.#wrote(written);
-          return { ok: true };
+          return { ok: true, sentAt };
         } catch (err) {
           this.#log?.debug(
             { err: describeError(err) },
@@ -544,8 +541,9 @@ export class LeaderElector {
         spec: leaseSpecFromRecord(decision.record),
       };
       try {
+        const sentAt = this.#clock.now();
         this.#wrote(await this.#call(remaining(), (s) => this.#o.client.create(ns, body, s)));
-        return { ok: true };
+        return { ok: true, sentAt };
       } catch (err) {
         this.#log?.warn({ err: describeError(err) }, 'error initially creating leader election lease');
         return { ok: false, error: err };
@@ -560,12 +558,13 @@ export class LeaderElector {
     if (renewOnly && decision.action !== 'renew') return { ok: false, decision };
     if (decision.action === 'renew') this.#slowpath?.inc({ name });
     try {
+      const sentAt = this.#clock.now();
       this.#wrote(
         await this.#call(remaining(), (s) =>
           this.#o.client.replace(ns, name, this.#withRecord(decision.record), s),
         ),
       );
-      return { ok: true };
+      return { ok: true, sentAt };
     } catch (err) {
       if (isConflict(err)) this.#log?.debug('lost the race to update the lease (409 Conflict)');
       else this.#log?.warn({ err: describeError(err) }, 'failed to update leader election lease');

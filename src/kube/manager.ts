@@ -46,8 +46,12 @@ export interface Runnable {
    * until `signal` aborts. A rejection fails the manager's start.
    */
   start(signal: AbortSignal, ctx: RunnableContext): Promise<void>;
-  /** Called after `signal` aborted, to finish in-flight work (drain a queue, close a server). */
-  stop?(): Promise<void>;
+  /**
+   * Called after `signal` aborted, to finish in-flight work (drain a queue, close a server). `grace`
+   * aborts when the manager stops waiting (graceful shutdown timeout; already aborted when leadership
+   * was lost): abandon in-flight work then, e.g. by passing it to `Controller.stop(grace)`.
+   */
+  stop?(grace?: AbortSignal): Promise<void>;
 }
 
 /** The part of LeaderElector the manager uses (a stub in unit tests). */
@@ -130,6 +134,8 @@ export class Manager {
   readonly #active = new Map<Runnable, Active>();
   readonly #leaderWork = new AbortController();
   readonly #electorStop = new AbortController();
+  /** Handed to every runnable's stop(): aborts when the manager stops waiting for them. */
+  readonly #stopDeadline = new AbortController();
   #electorDone: Promise<LeaderRunResult> | undefined;
   #markElected!: () => void;
   #probeStart: ReturnType<ProbeServer['start']> | undefined;
@@ -297,9 +303,10 @@ export class Manager {
     if (request.immediate) {
       this.#leaderWork.abort(new Error(request.reason));
       this.#electorStop.abort();
+      this.#stopDeadline.abort(new Error(request.reason));
       for (const active of this.#active.values()) {
         active.controller.abort(new Error(request.reason));
-        active.runnable.stop?.().catch(() => {});
+        active.runnable.stop?.(this.#stopDeadline.signal).catch(() => {});
       }
       await this.#closeProbes();
       return { exitCode: Math.max(1, this.#exitCode), reason: request.reason };
@@ -315,6 +322,7 @@ export class Manager {
       this.#log.error({ timeoutMs: this.#o.gracefulShutdownTimeoutMs }, 'graceful shutdown timed out');
       this.#leaderWork.abort(new Error('graceful shutdown timed out'));
       this.#electorStop.abort();
+      this.#stopDeadline.abort(new Error('graceful shutdown timed out'));
       for (const active of this.#active.values())
         active.controller.abort(new Error('graceful shutdown timed out'));
     }
@@ -353,7 +361,7 @@ export class Manager {
         active.controller.abort(new Error('shutting down'));
         await active.started.catch(() => {});
         try {
-          await runnable.stop?.();
+          await runnable.stop?.(this.#stopDeadline.signal);
         } catch (err) {
           this.#log.error({ err, runnable: runnable.name }, 'runnable stop failed');
           this.#exitCode = Math.max(this.#exitCode, 1);

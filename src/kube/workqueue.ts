@@ -109,11 +109,11 @@ export class WorkQueue<T = string> {
   done(item: T): void {
     if (!this.#processing.delete(item)) return;
     this.#metrics.done(item);
-    if (this.#dirty.has(item)) {
-      this.#enqueue(item);
-    } else if (this.#processing.size === 0) {
-      for (const resolve of this.#drainers.splice(0)) resolve();
-    }
+    // Re-added while in flight: queue it again (after shutdown it just waits, like other queued items).
+    if (this.#dirty.has(item)) this.#enqueue(item);
+    // Not `else`: an item re-added before shutdown is queued above but never handed out again, so the
+    // drain must not wait for it (that wait never ended and hung Controller.stop()).
+    if (this.#processing.size === 0) for (const resolve of this.#drainers.splice(0)) resolve();
   }
 
   /** Items ready to be handed out (not counting in-flight or delayed ones). */

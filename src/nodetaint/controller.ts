@@ -230,7 +230,7 @@ export class NodeTaintGuard {
           this.startInformers();
           await this.#startController(signal);
         },
-        stop: () => this.#stopController(),
+        stop: (grace) => this.#stopController(grace),
       },
     ];
   }

@@ -174,6 +174,41 @@ describe('Controller against the sandbox', () => {
     expect(reconciled.every((k) => k === `${ns}/owner`)).toBe(true);
   });
 
+  it('stop() returns when the write of the in-flight reconcile queued its key again', async () => {
+    // The reconcile patches its ConfigMap; the watch event of that patch re-adds the key while the
+    // reconcile is still running; then the controller stops. The drain used to wait for that key forever.
+    const ns = await namespace();
+    const cms = informerFor<V1ConfigMap>('configmaps', ns);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const c = controller({
+      reconcile: async (_key, { namespace, name }) => {
+        calls++;
+        await core.patchNamespacedConfigMap(
+          { namespace: namespace ?? '', name, body: { data: { seen: String(calls) } } },
+          mergePatchOptions(),
+        );
+        await released;
+      },
+    });
+    c.watches(cms);
+    await c.start();
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'self' } } });
+    // The patch's watch event has reached the cache, so its key is queued again behind the reconcile.
+    await eventually(() => cms.get(`${ns}/self`)?.data?.seen === '1');
+    let stopped = false;
+    const stopping = c.stop().then(() => {
+      stopped = true;
+    });
+    release();
+    await eventually(() => stopped, { timeoutMs: 5000 });
+    await stopping;
+    expect(calls).toBe(1);
+  });
+
   it('stop() lets the in-flight reconcile finish', async () => {
     const ns = await namespace();
     const cms = informerFor<V1ConfigMap>('configmaps', ns);

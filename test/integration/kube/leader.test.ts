@@ -3,6 +3,7 @@
 // release, failover when the leader stops renewing.
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DispatcherReuse, typedRequestOptions } from '../../../src/kube/client.ts';
 import {
   JITTER_FACTOR,
   kubeLeaseClient,
@@ -58,6 +59,10 @@ function candidate(user: string): Candidate {
 describe('leader election against the API server', () => {
   it('keeps at most one leader at every instant through release hand-over and failover', async () => {
     const leases = t.kc.makeApiClient(CoordinationV1Api);
+    // One connection for the checker's reads (client-node would open a new TLS connection per read,
+    // a hundred a second, starving this process's event loop and with it the electors and the monitor).
+    const checkerPool = new DispatcherReuse();
+    const checkerOptions = typedRequestOptions({ pool: checkerPool });
     const all: Candidate[] = [];
     const leaders = (): Candidate[] => all.filter((c) => c.elector.isLeader());
     const soleLeader = (): Candidate => {
@@ -82,7 +87,7 @@ describe('leader election against the API server', () => {
       while (checking) {
         const before = leaders();
         const lease = await leases
-          .readNamespacedLease({ name: LEASE, namespace: NAMESPACE })
+          .readNamespacedLease({ name: LEASE, namespace: NAMESPACE }, checkerOptions)
           .catch(() => undefined);
         const after = leaders();
         if (lease && before.length === 1 && after.length === 1 && before[0] === after[0]) {
@@ -164,6 +169,7 @@ describe('leader election against the API server', () => {
       await Promise.all(all.map((c) => c.done));
       checking = false;
       await checker;
+      await checkerPool.close();
       clearInterval(monitor);
     }
     expect(violations).toEqual([]);

@@ -1,7 +1,9 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   chooseKubeConfig,
@@ -12,6 +14,7 @@ import {
   isNotFound,
   isTooManyRequests,
   KubeApiError,
+  KubeTransport,
   loadKubeConfig,
   readJson,
   resourcePath,
@@ -19,6 +22,8 @@ import {
   statusCodeOf,
   statusOf,
 } from '../../../src/kube/client.ts';
+import { ManualClock } from '../../../src/kube/clock.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 const status = (code: number, reason: string, extra: Record<string, unknown> = {}): string =>
   JSON.stringify({
@@ -200,5 +205,106 @@ describe('resourcePath', () => {
     expect(
       resourcePath({ group: 'berth.skaphos.io', version: 'v1alpha1', plural: 'berthleases', namespace: 'x' }),
     ).toBe('/apis/berth.skaphos.io/v1alpha1/namespaces/x/berthleases');
+  });
+});
+
+describe('KubeTransport request timeout', () => {
+  // A server that answers nothing (`hang`), or only the headers and half a body (`stall`), or a watch
+  // that stays open; the test clock decides when the transport gives up.
+  async function server() {
+    const held: ServerResponse[] = [];
+    const seen: string[] = [];
+    const srv = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      held.push(res);
+      if (req.url?.includes('stall') || req.url?.includes('watch=true')) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.write('{"kind":');
+      }
+    });
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const { port } = srv.address() as AddressInfo;
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: 'u', token: 't' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const clock = new ManualClock();
+    const transport = new KubeTransport(kc, { requestTimeoutMs: 5_000, clock });
+    cleanups.push(async () => {
+      await transport.close();
+      for (const res of held) res.destroy();
+      srv.closeAllConnections();
+      await new Promise<void>((resolve) => srv.close(() => resolve()));
+    });
+    return { transport, clock, seen };
+  }
+
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0)) await c();
+  });
+
+  /** Whether `p` has settled after a few event-loop turns (and how). */
+  async function outcome(p: Promise<unknown>): Promise<string> {
+    let state = 'pending';
+    p.then(
+      () => {
+        state = 'resolved';
+      },
+      (err: unknown) => {
+        state = `rejected: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+      },
+    );
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    return state;
+  }
+
+  it('fails a request that gets no answer once the timeout passes, and not before', async () => {
+    const { transport, clock, seen } = await server();
+    const req = transport.request({ path: '/api/v1/namespaces/hang' });
+    req.catch(() => {});
+    await eventually(() => seen.length === 1);
+    clock.advance(4_999);
+    expect(await outcome(req)).toBe('pending');
+    clock.advance(1);
+    expect(await outcome(req)).toBe(
+      'rejected: RequestTimeoutError: GET /api/v1/namespaces/hang timed out after 5000ms',
+    );
+  });
+
+  it('bounds reading the body too', async () => {
+    const { transport, clock } = await server();
+    const res = await transport.request({ path: '/api/v1/namespaces/stall' });
+    expect(res.status).toBe(200);
+    const body = res.text();
+    body.catch(() => {});
+    expect(await outcome(body)).toBe('pending');
+    clock.advance(5_000);
+    expect(await outcome(body)).toMatch(/^rejected: RequestTimeoutError/);
+  });
+
+  it('leaves watches and answered requests alone, and keeps a caller abort as is', async () => {
+    const { transport, clock } = await server();
+    const watch = await transport.request({ path: '/api/v1/pods', query: { watch: true } });
+    expect(watch.status).toBe(200);
+    expect(clock.pending()).toBe(0);
+    const reader = watch.stream()?.getReader();
+    const chunk = await reader?.read();
+    expect(chunk?.done).toBe(false);
+    clock.advance(60_000);
+    const next = reader?.read() ?? Promise.resolve();
+    next.catch(() => {});
+    expect(await outcome(next)).toBe('pending');
+    await reader?.cancel();
+
+    const caller = new AbortController();
+    const req = transport.request({ path: '/api/v1/namespaces/hang', signal: caller.signal });
+    req.catch(() => {});
+    caller.abort(new Error('caller gave up'));
+    expect(await outcome(req)).toBe('rejected: Error: caller gave up');
+    expect(clock.pending()).toBe(0);
   });
 });

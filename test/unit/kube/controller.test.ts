@@ -373,6 +373,93 @@ describe('Controller', () => {
     expect(aborted).toBe(true);
   });
 
+  it('stop() ends when the in-flight key was changed again meanwhile', async () => {
+    // The reconcile writes its object; the watch event re-adds the key before the reconcile returns.
+    let finish!: () => void;
+    const src = new FakeSource<KubernetesObject>();
+    const { c } = make({
+      reconcile: () =>
+        new Promise<void>((resolve) => {
+          finish = resolve;
+        }),
+    });
+    c.watches(src);
+    await c.start();
+    src.add(ref('a'));
+    await flush();
+    src.update(ref('a'), ref('a'));
+    let stopped = false;
+    const stopping = c.stop().then(() => {
+      stopped = true;
+    });
+    await flush();
+    expect(stopped).toBe(false);
+    finish();
+    await flush();
+    expect(stopped).toBe(true);
+    await stopping;
+  });
+
+  it('stop() is bounded: after stopTimeoutMs in-flight reconciles are aborted and stop() returns', async () => {
+    let abortedWith: unknown;
+    const { c, clock } = make({
+      stopTimeoutMs: 5000,
+      // Notes the abort, but never finishes on its own.
+      reconcile: (_key, { signal }) =>
+        new Promise<void>(() => {
+          signal.addEventListener('abort', () => {
+            abortedWith = signal.reason;
+          });
+        }),
+    });
+    await c.start();
+    c.enqueue('stuck');
+    await flush();
+    let stopped = false;
+    const stopping = c.stop().then(() => {
+      stopped = true;
+    });
+    await clock.advanceAsync(4999);
+    expect(stopped).toBe(false);
+    expect(abortedWith).toBeUndefined();
+    await clock.advanceAsync(1);
+    await flush();
+    expect(stopped).toBe(true);
+    await stopping;
+    expect(String(abortedWith)).toMatch(/did not finish within 5000ms/);
+    expect(clock.pending()).toBe(0);
+  });
+
+  it('a grace signal given to a later stop() call applies to the stop already under way', async () => {
+    let aborted = false;
+    const { c } = make({
+      stopTimeoutMs: 0,
+      reconcile: (_key, { signal }) =>
+        new Promise<void>(() => {
+          signal.addEventListener('abort', () => {
+            aborted = true;
+          });
+        }),
+    });
+    const startSignal = new AbortController();
+    await c.start(startSignal.signal);
+    c.enqueue('stuck');
+    await flush();
+    startSignal.abort(); // the runnable's signal: stop() without grace
+    const grace = new AbortController();
+    const stopping = c.stop(grace.signal);
+    await flush();
+    expect(aborted).toBe(false);
+    let stopped = false;
+    void stopping.then(() => {
+      stopped = true;
+    });
+    grace.abort();
+    await flush();
+    expect(stopped).toBe(true);
+    expect(aborted).toBe(true);
+  });
+
   it('start() waits for the sources to sync before running workers, bounded by the sync timeout', async () => {
     const src = new FakeSource<KubernetesObject>();
     src.synced = false;

@@ -708,6 +708,29 @@ describe('Informer', () => {
     expect(await registry.getSingleMetricAsString('berth_informer_last_event_seconds')).not.toContain('pods');
   });
 
+  it('stops promptly when stopped while the list is being applied (no watch left running)', async () => {
+    const { api, informer, clock } = setup();
+    api.put(obj('a', '0'));
+    // A handler (or anything running synchronously with the list's completion) stops the informer.
+    let stopping: Promise<void> | undefined;
+    informer.addEventHandler({
+      onAdd: () => {
+        stopping ??= informer.stop();
+      },
+    });
+    informer.start();
+    await flush();
+    expect(stopping).toBeDefined();
+    let stopped = false;
+    void stopping?.then(() => {
+      stopped = true;
+    });
+    await flush();
+    expect(stopped).toBe(true);
+    expect(api.watches.every((w) => w.closed)).toBe(true);
+    expect(clock.pending()).toBe(0);
+  });
+
   it('stops promptly: the open watch is aborted and no timer is left behind', async () => {
     const { api, informer, clock } = setup();
     informer.start();

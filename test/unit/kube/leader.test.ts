@@ -178,9 +178,19 @@ class FakeLeaseStore {
   #rv = 0;
   writes = 0;
 
-  client(mode: () => Mode): LeaseClient {
-    const gate = async <T>(signal: AbortSignal, fn: () => T): Promise<T> => {
+  /** `latency` (per operation, on `clock`) is how long each request takes before it lands and answers. */
+  client(
+    mode: () => Mode,
+    latency?: { clock: ManualClock; ms: Partial<Record<'get' | 'create' | 'replace', number>> },
+  ): LeaseClient {
+    const gate = async <T>(
+      signal: AbortSignal,
+      fn: () => T,
+      op: 'get' | 'create' | 'replace',
+    ): Promise<T> => {
       await Promise.resolve();
+      const delay = latency?.ms[op] ?? 0;
+      if (latency !== undefined && delay > 0) await latency.clock.sleep(delay, signal);
       const m = mode();
       if (m === 'fail') throw new ApiException(500, 'boom', '{"message":"injected"}', {});
       if (m === 'hang') {
@@ -189,20 +199,29 @@ class FakeLeaseStore {
       return fn();
     };
     return {
-      get: (_ns, _name, signal) => gate(signal, () => (this.lease ? structuredClone(this.lease) : undefined)),
+      get: (_ns, _name, signal) =>
+        gate(signal, () => (this.lease ? structuredClone(this.lease) : undefined), 'get'),
       create: (_ns, body, signal) =>
-        gate(signal, () => {
-          if (this.lease) throw new ApiException(409, 'exists', '{"reason":"AlreadyExists"}', {});
-          return this.#store(body);
-        }),
+        gate(
+          signal,
+          () => {
+            if (this.lease) throw new ApiException(409, 'exists', '{"reason":"AlreadyExists"}', {});
+            return this.#store(body);
+          },
+          'create',
+        ),
       replace: (_ns, _name, body, signal) =>
-        gate(signal, () => {
-          if (!this.lease) throw new ApiException(404, 'missing', '{}', {});
-          if (body.metadata?.resourceVersion !== this.lease.metadata?.resourceVersion) {
-            throw new ApiException(409, 'conflict', '{"reason":"Conflict"}', {});
-          }
-          return this.#store(body);
-        }),
+        gate(
+          signal,
+          () => {
+            if (!this.lease) throw new ApiException(404, 'missing', '{}', {});
+            if (body.metadata?.resourceVersion !== this.lease.metadata?.resourceVersion) {
+              throw new ApiException(409, 'conflict', '{"reason":"Conflict"}', {});
+            }
+            return this.#store(body);
+          },
+          'replace',
+        ),
     };
   }
 
@@ -337,6 +356,56 @@ describe('LeaderElector', () => {
     expect((await registry.getSingleMetric('leader_election_master_status')?.get())?.values[0]?.value).toBe(
       0,
     );
+  });
+
+  // The integration test's timings: 2 s lease, 1 s renew deadline, 250 ms retry period.
+  const fast = { leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 250 };
+
+  it('counts the renew deadline from when the winning write was sent, not from the read before it', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    // A slow read (600 ms) before the create: the create is sent at T0 + 600 ms and answers at T0 + 700.
+    const client = store.client(() => 'ok', { clock, ms: { get: 600, create: 100, replace: 100 } });
+    const a = startElector(store, clock, 'a', { ...fast, client });
+    await clock.advanceAsync(700);
+    expect(a.elector.isLeader()).toBe(true);
+    const writes = store.writes;
+    // Counted from T0 the first renewal would have had 50 ms left for a 100 ms request: lost at once.
+    for (let i = 0; i < 40; i++) await clock.advanceAsync(50);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(store.writes).toBeGreaterThan(writes + 4);
+    expect(a.events).toEqual(['leader:a', 'started']);
+  });
+
+  it('sends each renewal a retry period after the previous one was sent, so slow answers do not cost leadership', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    // Every renewal takes 450 ms: sent every max(250, 450) ms each has 1000 - 450 ms left; waiting 250 ms
+    // after each answer would leave it 1000 - 700 = 300 ms, too little.
+    const client = store.client(() => 'ok', { clock, ms: { replace: 450 } });
+    const a = startElector(store, clock, 'a', { ...fast, client });
+    await clock.advanceAsync(0);
+    expect(a.elector.isLeader()).toBe(true);
+    for (let i = 0; i < 100; i++) await clock.advanceAsync(50);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(a.events).toEqual(['leader:a', 'started']);
+    expect(store.writes).toBeGreaterThanOrEqual(10); // 1 create + a renewal every 450 ms for 5 s
+  });
+
+  it('renews every retry period counted from the previous send when answers are quick', async () => {
+    const clock = new ManualClock(T0);
+    const store = new FakeLeaseStore();
+    const client = store.client(() => 'ok', { clock, ms: { replace: 100 } });
+    startElector(store, clock, 'a', { ...fast, client });
+    await clock.advanceAsync(0);
+    const sent: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      await clock.advanceAsync(50);
+      const renewTime = String(store.lease?.spec?.renewTime);
+      if (sent.at(-1) !== renewTime) sent.push(renewTime);
+    }
+    // renewTime is stamped when the renewal is sent: T0, +250, +500, ... (not +350, +700, ...).
+    expect(sent.slice(0, 4)).toEqual([0, 250, 500, 750].map((ms) => formatMicroTime(T0 + ms)));
   });
 
   it('cuts a hanging renewal at the renew deadline', async () => {

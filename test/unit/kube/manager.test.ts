@@ -71,6 +71,8 @@ class StubElector implements Elector {
 interface Probe extends Runnable {
   signal: AbortSignal | undefined;
   stopCalls: number;
+  /** The grace signal the manager passed to stop(). */
+  grace: AbortSignal | undefined;
 }
 
 function probe(
@@ -88,12 +90,14 @@ function probe(
     ...(opts.group ? { group: opts.group } : {}),
     signal: undefined,
     stopCalls: 0,
+    grace: undefined,
     async start(signal) {
       r.signal = signal;
       await opts.start?.(signal);
     },
-    async stop() {
+    async stop(grace) {
       r.stopCalls++;
+      r.grace = grace;
       await opts.stop?.();
     },
   };
@@ -334,8 +338,12 @@ describe('Manager graceful stop', () => {
     manager.stop();
     await clock.advanceAsync(9_999);
     expect(events).not.toContain('probe-server-stopped');
+    // The stuck runnable was told to stop with a grace signal that is still running.
+    expect(stuck.grace?.aborted).toBe(false);
     await clock.advanceAsync(1);
     expect(await done).toEqual({ exitCode: 1, reason: 'graceful shutdown timed out' });
+    // Its in-flight work is abandoned (a Controller aborts its reconciles' signals).
+    expect(stuck.grace?.aborted).toBe(true);
     expect(webhook.signal?.aborted).toBe(true);
     expect(events.at(-1)).toBe('probe-server-stopped');
     expect(clock.pending()).toBe(0);
@@ -376,6 +384,8 @@ describe('Manager on lost leadership', () => {
     expect(events[0]).toBe('leadership-lost');
     const result = await done; // no clock advance: no drain window
     expect(result).toEqual({ exitCode: 1, reason: 'leader election lost' });
+    // Stopped without grace: in-flight work is abandoned at once.
+    expect(r.ctrl.grace?.aborted).toBe(true);
     expect(events).not.toContain('drained');
     expect(r.admission.signal?.aborted).toBe(true);
     expect(events.at(-1)).toBe('probe-server-stopped');

@@ -272,6 +272,23 @@ describe('WorkQueue shutdown', () => {
     expect(await settles(drained)).toBe(true);
   });
 
+  it('shutDownWithDrain ends when an item re-added while in flight is done (it is not handed out again)', async () => {
+    // A controller's reconcile patches its object; the watch event re-adds the key before the reconcile
+    // returns; then the controller stops. The drain used to wait for that queued key forever.
+    const q = newQueue();
+    q.add('a');
+    q.add('b');
+    const a = (await q.get()) as string;
+    const b = (await q.get()) as string;
+    q.add(a);
+    const drained = q.shutDownWithDrain();
+    q.done(b);
+    expect(await settles(drained)).toBe(false); // 'a' is still in flight
+    q.done(a);
+    expect(await settles(drained)).toBe(true);
+    expect(await q.get()).toBeUndefined();
+  });
+
   it('shutDownWithDrain resolves at once when nothing is in flight', async () => {
     const q = newQueue();
     q.add('a');
