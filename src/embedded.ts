@@ -5,18 +5,13 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import {
-  AdmissionregistrationV1Api,
-  ApiextensionsV1Api,
-  CoreV1Api,
-  KubeConfig,
-  type V1CustomResourceDefinition,
-} from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../webhooks/configurations.ts';
 import { type CentralServer, startCentralServer } from './central/server.ts';
 import { type CommandSpec, type FlagValues, parseFlags } from './cli.ts';
 import { parseRunConfig } from './config.ts';
+import { KubeTransport, readJson } from './kube/client.ts';
 import type { Manager } from './kube/manager.ts';
 import { createLogger, type LogLevel } from './observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from './run.ts';
@@ -80,11 +75,24 @@ function kubeConfigFromYaml(yaml: string): KubeConfig {
   return kc;
 }
 
+/**
+ * Installs the CRD exactly as its YAML says, through a raw request: client-node's typed client would drop
+ * every `x-kubernetes-*` field (its model names them `x_kubernetes_*`), the CEL rules included.
+ */
 async function installCrd(sandbox: Sandbox): Promise<void> {
-  const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
-  await kubeConfigFromYaml(sandbox.kubeconfig)
-    .makeApiClient(ApiextensionsV1Api)
-    .createCustomResourceDefinition({ body: crd });
+  const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as unknown;
+  const transport = new KubeTransport(kubeConfigFromYaml(sandbox.kubeconfig));
+  try {
+    await readJson(
+      await transport.request({
+        method: 'POST',
+        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+        body: crd,
+      }),
+    );
+  } finally {
+    transport.close();
+  }
 }
 
 async function installOperatorNamespace(sandbox: Sandbox): Promise<void> {
@@ -201,9 +209,9 @@ export function quickstart(kubeconfigPath: string, logPath: string): string {
     `operator log: ${logPath}`,
     '',
     'Try it:',
-    `  ${k} apply -f deploy/samples/managed-deployment.yaml      # a BerthLease and the Deployment it guards`,
-    `  ${k} get berthleases -w                                  # the lease is held: State held, a fencing token`,
-    `  ${k} get pods -l app=berth-demo -w                       # Pods are born gated, then ungated and Running`,
+    `  ${k} apply -f deploy/samples/deployment/   # a BerthLease, then the Deployment it guards`,
+    `  ${k} get berthleases -w                     # held by this cluster, with a fencing token`,
+    `  ${k} get pods -l app.kubernetes.io/name=web -w   # born SchedulingGated, then ungated and Running`,
     '',
     'Ctrl-C stops everything.',
     '',

@@ -14,6 +14,7 @@ import { AdmissionServer } from '../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../webhooks/workload-admission.ts';
 import { type BerthConfig, berthFlags, leaseClientFor, parseBerthConfig } from './berth/config.ts';
 import { BerthLeaseController } from './berth/controller.ts';
+import { ManagedWorkloads } from './berth/managed-workloads.ts';
 import { CENTRAL_READINESS_CHECK, centralReadinessCheck } from './berth/readiness.ts';
 import type { CommandSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
@@ -156,17 +157,34 @@ function addBerthLeases(
     'BerthLease controller enabled',
   );
   const leaseClient = leaseClientFor(config, logger);
+  const operatorNamespace = features.webhook.workloadOperatorNamespace || namespace;
+  // With workload admission, targets are managed: Pods registered before they are ungated, workloads
+  // stopped and drained before a release, and handed over when the leader stops gracefully.
+  const managed = features.webhook.enableWorkloadAdmission
+    ? new ManagedWorkloads({
+        transport: shared.transport,
+        operatorNamespace,
+        recorder: shared.recorder,
+        registry: shared.registry,
+        logger,
+      })
+    : undefined;
   const leases = new BerthLeaseController({
     transport: shared.transport,
     leaseClient,
     clusterIdentity: config.clusterId,
-    operatorNamespace: features.webhook.workloadOperatorNamespace || namespace,
+    operatorNamespace,
     maxConcurrentReconciles: config.maxConcurrentReconciles,
     recorder: shared.recorder,
     registry: shared.registry,
     logger,
+    ...(managed ? { workloads: managed, handOverOnStop: true } : {}),
   });
   for (const runnable of leases.runnables()) manager.add(runnable);
+  if (managed) {
+    managed.attach(leases);
+    for (const runnable of managed.runnables()) manager.add(runnable);
+  }
   if (!features.webhook.enableWorkloadAdmission)
     manager.probes.addReadyzCheck(CENTRAL_READINESS_CHECK, centralReadinessCheck(leaseClient));
   manager.add({

@@ -4,8 +4,8 @@
 import {
   API_VERSION,
   KIND,
-  WorkloadPhase,
   type WorkloadStatus,
+  workloadActiveAt,
   workloadStatusSchema,
 } from '../src/berth/api.ts';
 import type { AdmissionIO, JsonObject } from './io.ts';
@@ -57,14 +57,11 @@ export function leaseSpec(raw: JsonObject): JsonObject {
 
 /**
  * activeAt(now): not deleting, a workload record in phase Active with a deadline in the future and a
- * positive token. Go's zero time (and anything unparsable) counts as no deadline.
+ * positive token. Go's zero time (and anything unparsable) counts as no deadline. One definition, shared
+ * with the reconciler: src/berth/api.ts `workloadActiveAt`.
  */
 export function activeAt(lease: LeaseFacts, now: number): boolean {
-  const w = lease.workload;
-  if (lease.deleting || w === undefined || w.phase !== WorkloadPhase.Active) return false;
-  const deadline = w.deadline ? Date.parse(w.deadline) : Number.NaN;
-  if (!Number.isFinite(deadline) || deadline <= 0) return false;
-  return now < deadline && (w.token ?? 0) > 0;
+  return workloadActiveAt(lease.workload, lease.deleting, now);
 }
 
 export interface ObjectRef {

@@ -125,6 +125,12 @@ export const ReconcileError = {
   podAncestryDiffers: 'pod ancestry differs from admitted target UID',
   unregisteredPodNoGate: 'unregistered managed Pod has no scheduling gate',
   maxPods: `maximum ${MAX_PERMITTED_PODS} active Pod registrations reached`,
+  /** Prefix of a failed registration status write (§2.7 step 4); the gate is then not removed. */
+  registerPodPrefix: 'register Pod UID: ',
+  /** Prefix of a failed gate removal (§2.7 step 5). */
+  removeGatePrefix: 'remove registered Pod gate: ',
+  /** A lease action with neither `suspend` nor `scale` (§2.6). */
+  emptyAction: 'lease action sets neither suspend nor scale',
   leaseClientRequired: 'BerthLeaseReconciler.LeaseClient is required',
 } as const;
 
@@ -349,6 +355,23 @@ export function validateSpec(spec: SpecInput): string | undefined {
       : undefined;
   }
   return validateWorkloadSpec(spec);
+}
+
+/**
+ * `activeAt(now)` (§2.3 step 4), the one definition shared by the reconciler (ownership.ts) and the
+ * admission webhook (webhooks/leases.ts): not deleting, a workload record in phase Active whose deadline
+ * is still ahead, and a positive fencing token. Only then may a managed workload run and its Pods be
+ * permitted. Go's zero time (`0001-01-01T00:00:00Z`) and anything unparsable count as no deadline.
+ */
+export function workloadActiveAt(
+  workload: WorkloadStatus | undefined,
+  deleting: boolean,
+  now: number,
+): boolean {
+  if (deleting || workload === undefined || workload.phase !== WorkloadPhase.Active) return false;
+  const deadline = workload.deadline ? Date.parse(workload.deadline) : Number.NaN;
+  if (!Number.isFinite(deadline) || deadline <= 0) return false;
+  return now < deadline && (workload.token ?? 0) > 0;
 }
 
 /** Holder used at the central API (§2.2): the operator's --cluster-id, else spec.holderIdentity. */

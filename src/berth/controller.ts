@@ -4,7 +4,10 @@
 // the reconciler's own status writes are dropped (ownwrites.ts); heartbeats are requeues.
 //
 // As Manager runnables (`runnables()`): the cache on every replica (group "caches", warm for a new
-// leader) and the controller on the elected leader only.
+// leader) and the controller on the elected leader only. With `handOverOnStop` (managed workloads), the
+// leader's graceful stop hands its managed workloads over after the controller stopped: each Active one
+// is stopped, drained and released (BerthLeaseReconciler.handOver) while the admission server and the
+// caches still run (the Manager stops leader-only runnables first). Losing leadership skips it.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { KubeRequester } from '../kube/client.ts';
@@ -12,12 +15,17 @@ import { type Clock, realClock } from '../kube/clock.ts';
 import { Controller } from '../kube/controller.ts';
 import { type BackoffPolicy, Informer, objectKey } from '../kube/informer.ts';
 import type { Runnable } from '../kube/manager.ts';
-import type { Logger } from '../observability/logger.ts';
-import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, VERSION } from './api.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
+import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, VERSION, WorkloadPhase } from './api.ts';
 import type { LeaseClient } from './leaseclient.ts';
 import { type BerthLeaseApi, kubeBerthLeaseApi } from './leaseio.ts';
 import { OwnWrites } from './ownwrites.ts';
-import { BerthLeaseReconciler, CONTROLLER_NAME, type LeaseEventRecorder } from './reconciler.ts';
+import {
+  BerthLeaseReconciler,
+  CONTROLLER_NAME,
+  type LeaseEventRecorder,
+  type ManagedStandby,
+} from './reconciler.ts';
 import type { WorkloadManager } from './workload-manager.ts';
 
 /** Default concurrent reconciles: a hung central call holds a worker for up to 2.5 s. */
@@ -44,7 +52,19 @@ export interface BerthLeaseControllerOptions {
   maxConcurrentReconciles?: number;
   registry?: Registry;
   logger?: Logger;
+  /** Managed standby behaviour (default `wait`; `stop-cycle` is the original, for comparison). */
+  managedStandby?: ManagedStandby;
+  /**
+   * On a graceful stop of the leader, stop, drain and release the managed workloads Active in this
+   * cluster (default false). Bounded by the stop's grace signal, else by `handOverTimeoutMs`.
+   */
+  handOverOnStop?: boolean;
+  /** Bound of the hand-over when stop() gets no grace signal. Default 30 s. */
+  handOverTimeoutMs?: number;
 }
+
+/** Default bound of a shutdown hand-over without a grace signal. */
+export const DEFAULT_HAND_OVER_TIMEOUT_MS = 30_000;
 
 export class BerthLeaseController {
   readonly name = CONTROLLER_NAME;
@@ -54,9 +74,16 @@ export class BerthLeaseController {
   readonly controller: Controller;
   readonly ownWrites: OwnWrites;
   readonly #stopInformer = new AbortController();
+  readonly #handOver: { timeoutMs: number; log: Logger } | undefined;
   #started = false;
 
   constructor(options: BerthLeaseControllerOptions) {
+    this.#handOver = options.handOverOnStop
+      ? {
+          timeoutMs: options.handOverTimeoutMs ?? DEFAULT_HAND_OVER_TIMEOUT_MS,
+          log: (options.logger ?? createLogger({ level: 'silent' })).child({ controller: CONTROLLER_NAME }),
+        }
+      : undefined;
     this.informer = new Informer<KubernetesObject>({
       name: CONTROLLER_NAME,
       transport: options.transport,
@@ -78,6 +105,7 @@ export class BerthLeaseController {
       ...(options.recorder ? { recorder: options.recorder } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
+      ...(options.managedStandby ? { managedStandby: options.managedStandby } : {}),
     });
     this.controller = new Controller({
       name: CONTROLLER_NAME,
@@ -134,9 +162,25 @@ export class BerthLeaseController {
           this.startInformer();
           await this.#startController(signal);
         },
-        stop: () => this.#stopController(),
+        stop: (grace) => this.#stopController(grace),
       },
     ];
+  }
+
+  /** Enqueues a reconcile of `namespace/name` (the managed path's nudges). */
+  enqueue(key: string): void {
+    this.controller.enqueue(key);
+  }
+
+  /** Keys of the cached leases whose managed workload is Active or Stopping. */
+  activeWorkloadKeys(): string[] {
+    return this.informer
+      .list()
+      .filter((o) => {
+        const phase = (o as { status?: { workload?: { phase?: unknown } } }).status?.workload?.phase;
+        return phase === WorkloadPhase.Active || phase === WorkloadPhase.Stopping;
+      })
+      .map((o) => objectKey(o));
   }
 
   /** Readiness of the cache (for ProbeServer.addReadyzCheck). */
@@ -152,6 +196,18 @@ export class BerthLeaseController {
 
   async #stopController(grace?: AbortSignal): Promise<void> {
     await this.controller.stop(grace);
+    if (this.#handOver !== undefined && this.#started && !grace?.aborted) {
+      const bound = AbortSignal.any([
+        ...(grace ? [grace] : []),
+        AbortSignal.timeout(this.#handOver.timeoutMs),
+      ]);
+      const keys = this.activeWorkloadKeys();
+      if (keys.length > 0) {
+        this.#handOver.log.info({ leases: keys.length }, 'handing over managed workloads');
+        const outcomes = await this.reconciler.handOver(keys, bound, this.#handOver.log);
+        this.#handOver.log.info({ outcomes: Object.fromEntries(outcomes) }, 'hand-over finished');
+      }
+    }
     this.reconciler.reset();
   }
 

@@ -38,3 +38,39 @@ export function berthLeaseMetrics(registry: Registry): BerthLeaseMetrics {
     }),
   };
 }
+
+export interface ManagedWorkloadMetrics {
+  /** Pod UIDs registered in each lease's status.workload.pods; removed with the BerthLease. */
+  registeredPods: Gauge<'namespace' | 'name'>;
+  /** From a managed Pod's creation to the removal of its scheduling gate. */
+  gateRemoval: Histogram;
+  /** From the decision to stop a managed workload (Stopping committed) to every Pod and Job drained. */
+  stopDuration: Histogram;
+}
+
+/** Gate removal: tens of milliseconds when healthy, up to a heartbeat or more after a central outage. */
+export const GATE_REMOVAL_BUCKETS: readonly number[] = [
+  0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+/** Stops: bounded below by the Pods' termination grace (default 30 s). */
+export const WORKLOAD_STOP_BUCKETS: readonly number[] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export function managedWorkloadMetrics(registry: Registry): ManagedWorkloadMetrics {
+  return {
+    registeredPods: getOrCreateGauge(registry, {
+      name: 'berth_managed_pods_registered',
+      help: 'Managed Pod UIDs registered in the BerthLease status (status.workload.pods) of each lease.',
+      labelNames: ['namespace', 'name'],
+    }),
+    gateRemoval: getOrCreateHistogram(registry, {
+      name: 'berth_pod_gate_removal_seconds',
+      help: 'Time from the creation of a managed Pod to the removal of its Berth scheduling gate.',
+      buckets: [...GATE_REMOVAL_BUCKETS],
+    }),
+    stopDuration: getOrCreateHistogram(registry, {
+      name: 'berth_workload_stop_seconds',
+      help: 'Time from the stop of a managed workload (phase Stopping committed) to all its Pods and Jobs drained.',
+      buckets: [...WORKLOAD_STOP_BUCKETS],
+    }),
+  };
+}

@@ -9,6 +9,7 @@ import {
   REQUEUE_ON_FAILURE_MS,
   ReconcileError,
   WorkloadPhase,
+  workloadActiveAt,
 } from './api.ts';
 import type { AcquireResult } from './leaseclient.ts';
 import { parseTime } from './status.ts';
@@ -52,13 +53,11 @@ export function activationDeadline(lease: BerthLease): number | undefined {
 
 /**
  * `activeAt(now)`: not deleting, a workload record in phase Active with a deadline still ahead and a
- * positive token. Only then may a managed workload run (and its Pods be permitted).
+ * positive token. Only then may a managed workload run (and its Pods be permitted). The definition is
+ * api.ts's `workloadActiveAt`, which the admission webhook uses too.
  */
 export function activeAt(lease: BerthLease, now: number): boolean {
-  const w = lease.status?.workload;
-  if (isDeleting(lease) || w === undefined || w.phase !== WorkloadPhase.Active) return false;
-  const deadline = activationDeadline(lease);
-  return deadline !== undefined && now < deadline && (w.token ?? 0) > 0;
+  return workloadActiveAt(lease.status?.workload, isDeleting(lease), now);
 }
 
 /**

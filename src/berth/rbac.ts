@@ -2,7 +2,7 @@
 // RBAC-enforcing integration tests. It reads and watches BerthLeases, patches their finalizers
 // (resourceVersion-guarded merge patch), replaces their status, and records Events about them. The Go
 // chart also grants `update` on berthleases and `get`/`patch` on the status; nothing here uses them.
-// The managed-workload path adds its own rules (targets, Pods, Jobs).
+// The managed-workload path adds its own rules (`managedWorkloadRules`: targets, owners, Pods, Jobs).
 import type { V1ClusterRole, V1ClusterRoleBinding, V1PolicyRule } from '@kubernetes/client-node';
 import { GROUP, PLURAL } from './api.ts';
 
@@ -12,6 +12,24 @@ export const berthLeaseRules: readonly V1PolicyRule[] = [
   // Kept for clusters enforcing OwnerReferencesPermissionEnforcement-style checks on finalizers.
   { apiGroups: [GROUP], resources: [`${PLURAL}/finalizers`], verbs: ['update'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];
+
+/**
+ * What the managed-workload path (managed-workloads.ts) adds, when `--enable-workload-admission` is on:
+ * - targets and owners: `get` (verification, owner chains of Pods) and `patch` of the targets (the
+ *   version-guarded scale / suspend writes with the stop fence); ReplicaSets are read as owners and may
+ *   be targets; Jobs are read as owners;
+ * - Pods: `list`/`watch` (the managed-pods informer, scoped by label), `get`, `list` (permit passes,
+ *   drains), `patch` (removing the gate; the webhook lets only this identity do it) and `delete`;
+ * - Jobs: `list`/`watch` (managed-jobs), `get`, `patch` (suspend), `delete`.
+ * The same identity serves WorkloadAdmission, whose reads (BerthLeases, owners, targets, Pods) and
+ * status write (the target's admission record) these rules and `berthLeaseRules` cover.
+ */
+export const managedWorkloadRules: readonly V1PolicyRule[] = [
+  { apiGroups: ['apps'], resources: ['deployments', 'statefulsets', 'replicasets'], verbs: ['get', 'patch'] },
+  { apiGroups: ['batch'], resources: ['cronjobs'], verbs: ['get', 'patch'] },
+  { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
 ];
 
 export interface ServiceAccountRef {
@@ -24,6 +42,8 @@ export function berthLeaseRbacObjects(options: {
   name: string;
   serviceAccount: ServiceAccountRef;
   labels?: Record<string, string>;
+  /** Include `managedWorkloadRules` (workload admission enabled). Default false. */
+  managedWorkloads?: boolean;
 }): [V1ClusterRole, V1ClusterRoleBinding] {
   const metadata = {
     name: options.name,
@@ -34,7 +54,9 @@ export function berthLeaseRbacObjects(options: {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata,
-      rules: berthLeaseRules.map((r) => ({ ...r })),
+      rules: [...berthLeaseRules, ...(options.managedWorkloads ? managedWorkloadRules : [])].map((r) => ({
+        ...r,
+      })),
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',

@@ -13,7 +13,13 @@
 // expired (not left claiming `held`) once its central expiry passes during an outage; condition
 // messages of central errors leave out the per-request id so a persisting error writes nothing new;
 // unchanged statuses are not written; a failed release is retried after 1 s rather than with growing
-// backoff.
+// backoff. A managed standby that never activated waits quietly like a lease-only one (`waiting`, the
+// other holder shown — without its moving expiry —, its target kept stopped without writes, requeue
+// min(heartbeat, ttl/3), no status write while nothing changes) instead of
+// running stopAndRelease with two status writes every second (`managedStandby: 'stop-cycle'` keeps the
+// original for comparison). `handOver` stops, drains and releases the managed workloads of this cluster
+// when the leader stops gracefully, so none keeps running without an operator.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import type { Registry } from 'prom-client';
 import { describeError } from '../kube/client.ts';
@@ -28,6 +34,7 @@ import {
   FINALIZER,
   holderFor,
   LeaseState,
+  LOCAL_TIMEOUT_MS,
   RELEASE_TIMEOUT_MS,
   REQUEUE_ON_FAILURE_MS,
   ReconcileError,
@@ -81,6 +88,20 @@ export const CONTROLLER_NAME = 'berthlease';
  */
 export const OWNERSHIP_ELAPSED_MESSAGE = 'central ownership ended before it could be recorded';
 
+/**
+ * How a managed standby (a lease with a target, held by another cluster) behaves: `wait` (default) waits
+ * quietly unless its workload may have run; `stop-cycle` is the original 0.4.1 behaviour (stopAndRelease
+ * on every reconcile: phase Stopping and back, two status writes per cycle, every second), kept only to
+ * measure the difference.
+ */
+export type ManagedStandby = 'wait' | 'stop-cycle';
+
+/** Pause between the passes of a shutdown hand-over while Pods terminate. */
+export const HAND_OVER_POLL_MS = 200;
+
+/** What a hand-over achieved per lease key. */
+export type HandOverOutcome = 'released' | 'not-active' | 'unfinished';
+
 /** Longest condition message taken from an error. */
 const MAX_ERROR_MESSAGE = 1024;
 
@@ -105,7 +126,12 @@ export interface BerthLeaseReconcilerOptions {
   registry?: Registry;
   /** Told about every status write (the controller drops the watch events they cause). */
   writes?: WriteObserver;
+  /** Default `wait`. */
+  managedStandby?: ManagedStandby;
 }
+
+/** How far one stopAndRelease got. */
+type StopOutcome = 'draining' | 'release-failed' | 'stopped' | 'removed';
 
 /** The condition message of a failed central call: stable while the cause persists. */
 export function centralErrorMessage(err: unknown): string {
@@ -125,6 +151,7 @@ export class BerthLeaseReconciler {
   readonly #recorder: LeaseEventRecorder | undefined;
   readonly #metrics: BerthLeaseMetrics | undefined;
   readonly #writes: WriteObserver | undefined;
+  readonly #managedStandby: ManagedStandby;
 
   constructor(options: BerthLeaseReconcilerOptions) {
     if (options.leaseClient === undefined) throw new Error(ReconcileError.leaseClientRequired);
@@ -136,11 +163,12 @@ export class BerthLeaseReconciler {
     this.#recorder = options.recorder;
     this.#metrics = options.registry === undefined ? undefined : berthLeaseMetrics(options.registry);
     this.#writes = options.writes;
+    this.#managedStandby = options.managedStandby ?? 'wait';
   }
 
   /** The Controller's reconcile function; the key is `namespace/name`. */
   readonly reconcile = (key: string, ctx: ReconcileContext): Promise<ReconcileResult> =>
-    this.#reconcile(key, ctx);
+    this.#exclusive(key, () => this.#reconcile(key, ctx), ctx.signal);
 
   /** This replica stopped reconciling (lost or gave up leadership): it no longer knows who holds what. */
   reset(): void {
@@ -229,10 +257,17 @@ export class BerthLeaseReconciler {
     // 9. Held by another.
     if (!res.acquired) {
       this.#observeAcquire('held-by-other', started);
-      if (lease.spec.target !== undefined && standbyNeedsStop(lease)) return this.#stopAndRelease(run);
-      await run.writeStatus(
-        waitingStatus(lease.status, { holder: res.holder, expiresAt: res.expiresAt }, run.stamp()),
-      );
+      if (lease.spec.target !== undefined) {
+        if (this.#managedStandby === 'stop-cycle' || standbyNeedsStop(lease))
+          return this.#stopAndRelease(run);
+        // A standby that never activated: nothing of it may run; keep its target stopped (no write
+        // when it is) and wait like a lease-only standby.
+        await this.#workloads.stopTarget(run);
+      }
+      // A managed standby shows the holder but not its expiry, which moves with each of the holder's
+      // renewals: the status stays unchanged, so waiting costs no write at all.
+      const expiresAt = lease.spec.target === undefined ? res.expiresAt : undefined;
+      await run.writeStatus(waitingStatus(lease.status, { holder: res.holder, expiresAt }, run.stamp()));
       return { requeueAfter: reacquireIntervalMs(heartbeatMs, ttlMs) };
     }
     this.#observeAcquire('acquired', started);
@@ -331,9 +366,14 @@ export class BerthLeaseReconciler {
 
   // §2.4
   async #stopAndRelease(run: Run): Promise<ReconcileResult> {
+    return (await this.#stopAndReleaseOutcome(run)).result;
+  }
+
+  async #stopAndReleaseOutcome(run: Run): Promise<{ result: ReconcileResult; outcome: StopOutcome }> {
     if (run.lease.spec.target !== undefined) {
       const progress = await this.#workloads.stopWorkload(run);
-      if (progress === 'pending') return { requeueAfter: REQUEUE_ON_FAILURE_MS };
+      if (progress === 'pending')
+        return { result: { requeueAfter: REQUEUE_ON_FAILURE_MS }, outcome: 'draining' };
     }
     const lease = run.lease;
     const { namespace = '', name } = lease.metadata;
@@ -359,7 +399,7 @@ export class BerthLeaseReconciler {
             LeaseEventAction.Release,
             `${note}: ${centralErrorMessage(err)}`,
           );
-          return { requeueAfter: REQUEUE_ON_FAILURE_MS };
+          return { result: { requeueAfter: REQUEUE_ON_FAILURE_MS }, outcome: 'release-failed' };
         }
         run.log.info(
           { leaseName: id.leaseName, fencingToken: id.fencingToken },
@@ -380,10 +420,84 @@ export class BerthLeaseReconciler {
       await this.#api.setFinalizers(lease, finalizers, run.signal);
       run.log.info('finalizer removed');
       this.#forget(namespace, name);
-      return {};
+      return { result: {}, outcome: 'removed' };
     }
     await run.writeStatus(stoppedStatus(lease.status, run.stamp()));
-    return { requeueAfter: REQUEUE_ON_FAILURE_MS };
+    return { result: { requeueAfter: REQUEUE_ON_FAILURE_MS }, outcome: 'stopped' };
+  }
+
+  // ---- graceful hand-over ----
+
+  /**
+   * When the leader stops gracefully (its controller already stopped): every managed workload of this
+   * cluster in `keys` that is Active or Stopping is stopped, drained and released centrally (§2.4), so
+   * none keeps running without an operator and another cluster can take over at once instead of after
+   * the TTL. Passes repeat while Pods terminate, until done or `signal` aborts; whatever is unfinished
+   * stays Stopping (persisted) for the next leader. Never throws.
+   */
+  async handOver(
+    keys: readonly string[],
+    signal: AbortSignal,
+    log: Logger,
+    pollMs = HAND_OVER_POLL_MS,
+  ): Promise<Map<string, HandOverOutcome>> {
+    const outcomes = new Map<string, HandOverOutcome>();
+    await Promise.all(
+      keys.map(async (key) => {
+        const { namespace, name } = splitKey(key);
+        let outcome: HandOverOutcome = 'unfinished';
+        for (let pass = 1; !signal.aborted; pass++) {
+          const bound = AbortSignal.any([signal, AbortSignal.timeout(LOCAL_TIMEOUT_MS)]);
+          const ctx: ReconcileContext = {
+            signal: bound,
+            log: log.child({ namespace, name, handOver: pass }),
+            reconcileID: `hand-over-${pass}`,
+            namespace,
+            name,
+          };
+          try {
+            const result = await this.#exclusive(key, () => this.#handOverPass(key, ctx), bound);
+            if (result !== 'unfinished') {
+              outcome = result;
+              break;
+            }
+          } catch (err) {
+            ctx.log.warn({ err: describeError(err) }, 'hand-over pass failed');
+          }
+          // Pacing while Pods terminate (real time: no decision depends on it).
+          try {
+            await sleep(pollMs, undefined, { signal });
+          } catch {
+            break;
+          }
+        }
+        outcomes.set(key, outcome);
+        if (outcome === 'unfinished')
+          log.warn({ key }, 'hand-over unfinished: the workload stays Stopping for the next leader');
+      }),
+    );
+    return outcomes;
+  }
+
+  async #handOverPass(key: string, ctx: ReconcileContext): Promise<HandOverOutcome> {
+    const { namespace, name } = splitKey(key);
+    if (namespace === undefined) return 'not-active';
+    const lease = await this.#api.get(namespace, name, ctx.signal);
+    if (lease === undefined || !(lease.metadata.finalizers ?? []).includes(FINALIZER)) return 'not-active';
+    const phase = lease.status?.workload?.phase;
+    if (
+      lease.spec.target === undefined ||
+      (phase !== WorkloadPhase.Active && phase !== WorkloadPhase.Stopping)
+    )
+      return 'not-active';
+    const run = new Run(this.#runDeps(), lease, holderFor(this.#clusterIdentity, lease.spec), key, ctx);
+    const { outcome } = await this.#stopAndReleaseOutcome(run);
+    return outcome === 'stopped' || outcome === 'removed' ? 'released' : 'unfinished';
+  }
+
+  #exclusive<T>(key: string, work: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    const workloads = this.#workloads;
+    return workloads.exclusive === undefined ? work() : workloads.exclusive(key, work, signal);
   }
 
   // ---- observation ----

@@ -11,12 +11,22 @@ export const LeaseEventReason = {
   AcquireFailed: 'AcquireFailed',
   Released: 'Released',
   ReleaseFailed: 'ReleaseFailed',
+  // The managed-workload path (managed-workloads.ts).
+  /** A new ownership epoch activated the target (acquireAction applied, Pods permitted). */
+  Activated: 'Activated',
+  /** Stopping committed: the target is stopped and its Pods and Jobs drained before the release. */
+  Stopping: 'Stopping',
+  /** Every managed Pod is terminal or gone and no managed Job is left. */
+  Drained: 'Drained',
 } as const;
 
 /** events.k8s.io/v1 `action` of each Event. */
 export const LeaseEventAction = {
   Acquire: 'Acquire',
   Release: 'Release',
+  Activate: 'Activate',
+  Stop: 'Stop',
+  Drain: 'Drain',
 } as const;
 
 export type LeaseTransition =

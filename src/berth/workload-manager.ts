@@ -51,8 +51,9 @@ export interface WorkloadManager {
    */
   verifyTarget(run: LeaseRun): Promise<TargetVerdict>;
   /**
-   * §2.3 step 6 on a failed verification while not Active: stop (never activate) the target, which
-   * may be a legacy one. Errors are returned by the reconcile.
+   * §2.3 step 6 on a failed verification while not Active, and §2.3 step 9 for a managed standby that
+   * never activated: keep the target stopped (never activate it; it may be a legacy one), writing only
+   * when it is not stopped yet. Errors are returned by the reconcile.
    */
   stopTarget(run: LeaseRun): Promise<void>;
   /**
@@ -68,6 +69,12 @@ export interface WorkloadManager {
    * to the target (its UID checked) and permit the registered Pods.
    */
   activate(run: LeaseRun): Promise<void>;
+  /**
+   * Optional: runs one reconcile of `key` (`namespace/name`) exclusively with the manager's own work on
+   * the same lease (e.g. Pod registrations made outside reconciles), so they do not race each other's
+   * status writes. Waiting ends with `signal`.
+   */
+  exclusive?<T>(key: string, work: () => Promise<T>, signal: AbortSignal): Promise<T>;
 }
 
 /**

@@ -261,8 +261,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     ? await startSimulator({ store, registry, objects, now }, options.simulator)
     : undefined;
 
+  // Every accepted connection, TLS handshake done or not: stop() destroys them all, so that a client
+  // that connected but never finished (or never started) its handshake cannot hold server.close().
   const sockets = new Set<Socket>();
-  server.on('secureConnection', (socket) => {
+  server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });

@@ -111,6 +111,30 @@ export const conflict = (type: ResourceType, name: string, detail: string): Stat
 const MODIFIED =
   'the object has been modified; please apply your changes to the latest version and try again';
 
+/**
+ * The stored object changed while an update was in admission (the webhooks are awaited). kube-apiserver
+ * checks the resourceVersion inside the storage transaction, after admission: a write that named one
+ * conflicts, one that did not is retried on the latest object. Only update() and patch() see this.
+ */
+class StaleBase extends Error {}
+
+/** Attempts of an update or patch without a resourceVersion precondition that keeps losing races. */
+const STALE_RETRIES = 5;
+
+/** Whether a patch body sets metadata.resourceVersion (a merge patch's field, or a JSON patch op on it). */
+function namesResourceVersion(body: unknown): boolean {
+  if (Array.isArray(body))
+    return body.some(
+      (op) =>
+        typeof op === 'object' &&
+        op !== null &&
+        (op as { path?: unknown }).path === '/metadata/resourceVersion',
+    );
+  const metadata =
+    typeof body === 'object' && body !== null ? (body as { metadata?: unknown }).metadata : undefined;
+  return typeof metadata === 'object' && metadata !== null && 'resourceVersion' in metadata;
+}
+
 /** Everything but resourceVersion and managedFields: an update that changes none of it writes nothing. */
 function sameContent(a: KubeObject, b: KubeObject): boolean {
   const strip = (o: KubeObject) => ({
@@ -246,15 +270,23 @@ export class ObjectService {
     subresource: '' | 'status',
     ctx: RequestContext,
   ): Promise<KubeObject> {
-    const old = this.get(type, namespace, name);
-    const next = this.decode(type, body, namespace);
-    if (type.custom) this.applyDefaults(type, next, ctx);
-    if (next.metadata.name !== name) {
-      throw badRequest(
-        `the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`,
-      );
+    for (let attempt = 1; ; attempt++) {
+      const old = this.get(type, namespace, name);
+      const next = this.decode(type, body, namespace);
+      if (type.custom) this.applyDefaults(type, next, ctx);
+      if (next.metadata.name !== name) {
+        throw badRequest(
+          `the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+        );
+      }
+      const named = !!next.metadata.resourceVersion;
+      try {
+        return await this.commitUpdate(type, old, next, subresource, ctx, 'UpdateOptions');
+      } catch (err) {
+        if (!(err instanceof StaleBase)) throw err;
+        if (named || attempt >= STALE_RETRIES) throw conflict(type, name, MODIFIED);
+      }
     }
-    return this.commitUpdate(type, old, next, subresource, ctx, 'UpdateOptions');
   }
 
   async patch(
@@ -266,6 +298,28 @@ export class ObjectService {
     subresource: '' | 'status',
     ctx: RequestContext,
     force: boolean,
+  ): Promise<{ object: KubeObject; created: boolean }> {
+    for (let attempt = 1; ; attempt++) {
+      const named = { value: false };
+      try {
+        return await this.patchOnce(type, namespace, name, patchType, patch, subresource, ctx, force, named);
+      } catch (err) {
+        if (!(err instanceof StaleBase)) throw err;
+        if (named.value || attempt >= STALE_RETRIES) throw conflict(type, name, MODIFIED);
+      }
+    }
+  }
+
+  private async patchOnce(
+    type: ResourceType,
+    namespace: string,
+    name: string,
+    patchType: PatchType,
+    patch: string,
+    subresource: '' | 'status',
+    ctx: RequestContext,
+    force: boolean,
+    named: { value: boolean },
   ): Promise<{ object: KubeObject; created: boolean }> {
     const key = typeKey(type.group, type.resource);
     const existing = this.store.get(key, type.namespaced ? namespace : undefined, name);
@@ -305,6 +359,7 @@ export class ObjectService {
     if (!patched.metadata || typeof patched.metadata !== 'object') patched.metadata = {};
     if (type.custom) this.applyDefaults(type, patched, ctx);
     // A patch that names a resourceVersion is a precondition on it, as in kube-apiserver.
+    named.value = namesResourceVersion(body);
     if (patched.metadata.resourceVersion === undefined)
       patched.metadata.resourceVersion = existing.metadata.resourceVersion;
     return {
@@ -570,6 +625,9 @@ export class ObjectService {
     await this.validateAdmission(type, subresource, 'UPDATE', next, old, ctx, options);
     if (ctx.dryRun) return next;
     const key = typeKey(type.group, type.resource);
+    // The precondition holds up to the write: another write admitted meanwhile makes this one stale.
+    const latest = this.store.get(key, type.namespaced ? (old.metadata.namespace ?? '') : undefined, name);
+    if (latest?.metadata.resourceVersion !== old.metadata.resourceVersion) throw new StaleBase();
     if (
       next.metadata.deletionTimestamp &&
       (next.metadata.finalizers ?? []).length === 0 &&

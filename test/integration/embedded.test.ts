@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmbeddedSystem, startEmbeddedSystem } from '../../src/embedded.ts';
+import { apiFailure, mergePatch } from '../helpers/api.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { kubeConfigFrom } from '../helpers/sandbox.ts';
 
@@ -70,6 +71,25 @@ describe('the embedded system', () => {
     });
     expect(lease?.currentHolder).toBe('sandbox');
     expect(lease?.fencingToken).toBeGreaterThan(0);
+  });
+
+  it('installs the CRD with its CEL rules (immutable leaseName)', async () => {
+    const custom = kubeConfigFrom(system.sandbox.kubeconfig).makeApiClient(CustomObjectsApi);
+    const res = await apiFailure(
+      custom.patchNamespacedCustomObject(
+        {
+          group: 'berth.skaphos.io',
+          version: 'v1alpha1',
+          namespace: 'default',
+          plural: 'berthleases',
+          name: 'demo',
+          body: { spec: { leaseName: 'renamed' } },
+        },
+        mergePatch,
+      ),
+    );
+    expect(res.code).toBe(422);
+    expect(res.message).toContain('leaseName is immutable');
   });
 
   it('admits and runs an ordinary Deployment through the fail-closed webhooks', async () => {

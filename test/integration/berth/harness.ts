@@ -4,7 +4,6 @@
 // pieces (informer, controller, reconciler, HTTP lease client, event recorder) as its service account.
 import { readFile } from 'node:fs/promises';
 import {
-  ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   EventsV1Api,
@@ -29,7 +28,7 @@ import { MemoryStore } from '../../../src/central/memstore.ts';
 import type { LeaseKey, LeaseRecord } from '../../../src/central/record.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import type { Store } from '../../../src/central/store.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
+import { KubeTransport, readJson } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import type { ReconcileContext } from '../../../src/kube/controller.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
@@ -42,6 +41,25 @@ export const LEASE_NS = 'team-a';
 export const OPERATOR_NS = 'berth-system';
 export const SERVICE_ACCOUNT = 'berth-operator';
 export const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:${SERVICE_ACCOUNT}`;
+/**
+ * Installs the CRD as its YAML says, through a raw request: client-node's typed client would drop every
+ * `x-kubernetes-*` field (its model names them `x_kubernetes_*`), CEL rules included.
+ */
+export async function installCrd(t: TestSandbox, crd: V1CustomResourceDefinition): Promise<void> {
+  const transport = new KubeTransport(t.kc);
+  try {
+    await readJson(
+      await transport.request({
+        method: 'POST',
+        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+        body: crd,
+      }),
+    );
+  } finally {
+    await transport.close();
+  }
+}
+
 const CRD_PATH = new URL('../../../deploy/crds/berthlease.yaml', import.meta.url);
 
 export const spec = (over: Partial<BerthLeaseSpec> = {}): BerthLeaseSpec => ({
@@ -73,7 +91,7 @@ export class Cluster {
     const t = await startTestSandbox({ rbac: true });
     try {
       const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
-      await t.kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
+      await installCrd(t, crd);
       const core = t.kc.makeApiClient(CoreV1Api);
       for (const ns of [LEASE_NS, OPERATOR_NS])
         await core.createNamespace({ body: { metadata: { name: ns } } });

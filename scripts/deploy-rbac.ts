@@ -1,0 +1,271 @@
+// The operator's RBAC for deploy/, assembled from the domain modules' rule data (src/berth/rbac.ts,
+// src/nodetaint/rbac.ts) plus the rules of the pieces that have no RBAC module yet (leader election, the
+// webhook certificates, WorkloadAdmission's reads), each derived from the constants the code itself uses,
+// so that the manifests and the code cannot disagree. Least privilege: a name is given (resourceNames)
+// wherever Kubernetes can check one; `create` and unnamed list/watch cannot be name-scoped.
+//
+// Three layers, matching the kustomize base and components:
+//   base        every install: BerthLeases, WorkloadAdmission's reads, the start-up check of the webhook
+//               configurations, leader election
+//   selfsigned  the CA Secret and the leader's caBundle writes (cert-manager's cainjector does those
+//               itself in the cert-manager install, which therefore needs no extra rule)
+//   nodeTaint   the node taint guard (opt-in)
+// A rule that an earlier layer (or an earlier rule of the same layer) already grants in full is dropped and
+// listed, so no permission is granted twice and every remaining rule is needed (test/integration/deploy).
+import type {
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1PolicyRule,
+  V1Role,
+  V1RoleBinding,
+} from '@kubernetes/client-node';
+import { DEFAULT_CA_NAME } from '../certs/issue.ts';
+import { berthLeaseRbacObjects } from '../src/berth/rbac.ts';
+import { RUN_FLAGS } from '../src/config.ts';
+import { nodeTaintRbacObjects } from '../src/nodetaint/rbac.ts';
+import { DEFAULT_CONFIGURATION_NAME } from '../webhooks/configurations.ts';
+import { OWNER_RESOURCES } from '../webhooks/workload.ts';
+
+export const OPERATOR_NAMESPACE = 'berth-system';
+export const SERVICE_ACCOUNT = 'berth-operator';
+export const APP_NAME = 'berth-operator';
+/** The agent DaemonSet's namespace in the node-taint-guard component (aether's default). */
+export const AGENT_NAMESPACE = 'aether-system';
+export const LEADER_ELECTION_ID = RUN_FLAGS['leader-election-id'].default;
+export const CA_SECRET_NAME = DEFAULT_CA_NAME;
+export const WEBHOOK_CONFIGURATION_NAME = DEFAULT_CONFIGURATION_NAME;
+
+const RBAC_API = 'rbac.authorization.k8s.io';
+export type RbacObject = V1ClusterRole | V1ClusterRoleBinding | V1Role | V1RoleBinding;
+export type RoleObject = V1ClusterRole | V1Role;
+
+export const labels = (component: string): Record<string, string> => ({
+  'app.kubernetes.io/name': APP_NAME,
+  'app.kubernetes.io/component': component,
+});
+
+const subject = { kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: OPERATOR_NAMESPACE };
+
+/** A ClusterRole (namespace undefined) or Role with its binding to the operator's service account. */
+function role(name: string, component: string, rules: V1PolicyRule[], namespace?: string): RbacObject[] {
+  const metadata = { name, ...(namespace === undefined ? {} : { namespace }), labels: labels(component) };
+  const kind = namespace === undefined ? 'ClusterRole' : 'Role';
+  return [
+    { apiVersion: `${RBAC_API}/v1`, kind, metadata, rules },
+    {
+      apiVersion: `${RBAC_API}/v1`,
+      kind: `${kind}Binding`,
+      metadata: { ...metadata, labels: { ...metadata.labels } },
+      roleRef: { apiGroup: RBAC_API, kind, name },
+      subjects: [{ ...subject }],
+    },
+  ];
+}
+
+const ADMISSION_REGISTRATION = 'admissionregistration.k8s.io';
+const WEBHOOK_CONFIGURATIONS = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'];
+
+/**
+ * WorkloadAdmission (every replica) resolves owner chains and reads the live target with direct GETs
+ * (webhooks/kube-io.ts `getWorkload`), and GETs the Pod of a `pods/binding`. Its BerthLease list/get and
+ * status update are the BerthLease controller's rules.
+ */
+export function admissionReadRules(): V1PolicyRule[] {
+  const byGroup = new Map<string, string[]>();
+  for (const r of Object.values(OWNER_RESOURCES)) {
+    if (r === undefined) continue;
+    byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), r.plural]);
+  }
+  byGroup.set('', [...(byGroup.get('') ?? []), 'pods']);
+  return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs: ['get'] }));
+}
+
+/** The base layer: the objects every install has. */
+export function baseRbac(): RbacObject[] {
+  const berth = berthLeaseRbacObjects({
+    name: APP_NAME,
+    serviceAccount: { namespace: OPERATOR_NAMESPACE, name: SERVICE_ACCOUNT },
+    labels: labels('berthlease-controller'),
+    // The installs enable WorkloadAdmission, which turns on the managed-workload path.
+    managedWorkloads: true,
+  });
+  return [
+    ...berth,
+    ...role('berth-operator-admission', 'workload-admission', admissionReadRules()),
+    // The start-up check (webhooks/configurations.ts readWebhookConfigurations) on every replica.
+    ...role('berth-operator-webhook-configurations', 'workload-admission', [
+      {
+        apiGroups: [ADMISSION_REGISTRATION],
+        resources: WEBHOOK_CONFIGURATIONS,
+        resourceNames: [WEBHOOK_CONFIGURATION_NAME],
+        verbs: ['get'],
+      },
+    ]),
+    // src/kube/leader.ts: read, create when absent, renew/take over/release by update.
+    ...role(
+      'berth-operator-leader-election',
+      'leader-election',
+      [
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          resourceNames: [LEADER_ELECTION_ID],
+          verbs: ['get', 'update'],
+        },
+      ],
+      OPERATOR_NAMESPACE,
+    ),
+  ];
+}
+
+/** The selfsigned component: the CA Secret (certs/ca-store.ts) and the caBundle (certs/cabundle.ts). */
+export function selfSignedRbac(): RbacObject[] {
+  return [
+    ...role(
+      'berth-operator-webhook-ca',
+      'webhook-certificates',
+      [
+        { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: [CA_SECRET_NAME],
+          verbs: ['get', 'update'],
+        },
+      ],
+      OPERATOR_NAMESPACE,
+    ),
+    // The leader's watch is scoped with a metadata.name field selector, which kube-apiserver authorizes
+    // against resourceNames; its GET before each write is the base rule's.
+    ...role('berth-operator-webhook-cabundle', 'webhook-certificates', [
+      {
+        apiGroups: [ADMISSION_REGISTRATION],
+        resources: WEBHOOK_CONFIGURATIONS,
+        resourceNames: [WEBHOOK_CONFIGURATION_NAME],
+        verbs: ['list', 'watch', 'patch'],
+      },
+    ]),
+  ];
+}
+
+/** The node-taint-guard component, from src/nodetaint/rbac.ts. */
+export function nodeTaintGuardRbac(): RbacObject[] {
+  return nodeTaintRbacObjects({
+    name: 'berth-operator-node-taint-guard',
+    agentNamespace: AGENT_NAMESPACE,
+    subject: { kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: OPERATOR_NAMESPACE },
+    labels: labels('node-taint-guard'),
+  });
+}
+
+// ---- rule subsumption ----
+
+const isRole = (o: RbacObject): o is RoleObject => o.kind === 'ClusterRole' || o.kind === 'Role';
+const isBinding = (o: RbacObject): o is V1ClusterRoleBinding | V1RoleBinding =>
+  o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding';
+const all = (list: string[] | undefined, within: string[] | undefined): boolean =>
+  (list ?? []).every((v) => (within ?? []).includes(v) || (within ?? []).includes('*'));
+
+/** Whether `b` (granted in scope `bNs`, undefined = cluster-wide) grants everything `a` grants in `aNs`. */
+export function ruleCovers(
+  b: V1PolicyRule,
+  bNs: string | undefined,
+  a: V1PolicyRule,
+  aNs: string | undefined,
+) {
+  if (bNs !== undefined && bNs !== aNs) return false;
+  if ((a.nonResourceURLs ?? []).length > 0 || (b.nonResourceURLs ?? []).length > 0) return false;
+  const bNames = b.resourceNames ?? [];
+  const aNames = a.resourceNames ?? [];
+  const names = bNames.length === 0 || (aNames.length > 0 && aNames.every((n) => bNames.includes(n)));
+  return names && all(a.apiGroups, b.apiGroups) && all(a.resources, b.resources) && all(a.verbs, b.verbs);
+}
+
+/** A rule split into single permissions: one group, resource, verb and (if any) name each. */
+function cells(rule: V1PolicyRule): V1PolicyRule[] {
+  const out: V1PolicyRule[] = [];
+  for (const group of rule.apiGroups ?? [])
+    for (const resource of rule.resources ?? [])
+      for (const verb of rule.verbs ?? [])
+        for (const name of rule.resourceNames?.length ? rule.resourceNames : [undefined])
+          out.push({
+            apiGroups: [group],
+            resources: [resource],
+            verbs: [verb],
+            ...(name === undefined ? {} : { resourceNames: [name] }),
+          });
+  return out;
+}
+
+export interface DroppedRule {
+  role: string;
+  rule: V1PolicyRule;
+  grantedBy: string;
+}
+
+const describeRole = (o: RoleObject): string =>
+  `${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name ?? ''}`;
+
+/**
+ * `layer` without the rules whose every permission `granted` (earlier layers) or earlier rules of `layer`
+ * already grant, and without Roles left empty (and their bindings). All the roles are the operator's.
+ */
+export function withoutGrantedRules(
+  layer: RbacObject[],
+  granted: RbacObject[],
+): { objects: RbacObject[]; dropped: DroppedRule[] } {
+  const dropped: DroppedRule[] = [];
+  const kept: RoleObject[] = granted.filter(isRole);
+  const out: RbacObject[] = [];
+  const emptied = new Set<string>();
+  for (const o of layer) {
+    if (!isRole(o)) {
+      out.push(o);
+      continue;
+    }
+    const ns = o.kind === 'Role' ? o.metadata?.namespace : undefined;
+    const rules: V1PolicyRule[] = [];
+    for (const rule of o.rules ?? []) {
+      const grantors = [...kept, { ...o, rules }];
+      // Which role grants each single permission of the rule (undefined: none does yet).
+      const by = cells(rule).map((cell) =>
+        grantors.find((k) =>
+          (k.rules ?? []).some((r) =>
+            ruleCovers(r, k.kind === 'Role' ? k.metadata?.namespace : undefined, cell, ns),
+          ),
+        ),
+      );
+      if (by.some((k) => k === undefined)) rules.push(rule);
+      else {
+        const names = [...new Set(by.map((k) => describeRole(k as RoleObject)))];
+        dropped.push({ role: describeRole(o), rule, grantedBy: names.join(' and ') });
+      }
+    }
+    const next = { ...o, rules };
+    kept.push(next);
+    if (rules.length === 0) emptied.add(`${o.kind}/${ns ?? ''}/${o.metadata?.name}`);
+    else out.push(next);
+  }
+  const bindingOf = (b: RbacObject): string | undefined =>
+    isBinding(b)
+      ? `${b.roleRef.kind}/${b.kind === 'RoleBinding' ? (b.metadata?.namespace ?? '') : ''}/${b.roleRef.name}`
+      : undefined;
+  return { objects: out.filter((o) => !emptied.has(bindingOf(o) ?? '')), dropped };
+}
+
+export interface RbacLayers {
+  base: { objects: RbacObject[]; dropped: DroppedRule[] };
+  selfSigned: { objects: RbacObject[]; dropped: DroppedRule[] };
+  nodeTaintGuard: { objects: RbacObject[]; dropped: DroppedRule[] };
+}
+
+/** The three layers, each reduced against what the layers it is always combined with grant. */
+export function rbacLayers(): RbacLayers {
+  const base = withoutGrantedRules(baseRbac(), []);
+  return {
+    base,
+    selfSigned: withoutGrantedRules(selfSignedRbac(), base.objects),
+    nodeTaintGuard: withoutGrantedRules(nodeTaintGuardRbac(), base.objects),
+  };
+}

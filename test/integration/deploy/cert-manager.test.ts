@@ -1,0 +1,128 @@
+// deploy/install-cert-manager.yaml applied to the sandbox with RBAC enforced: the operator, configured by
+// that install's Deployment (--cert-mode files, the cert dir), serves admission with the serving
+// certificate cert-manager would write and the caBundle its cainjector would inject — with the base RBAC
+// only: no Secret access, no writes to the webhook configurations, no 403.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AdmissionregistrationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CERT_MANAGER_CERTIFICATE, CERT_MANAGER_INJECT_ANNOTATION } from '../../../scripts/deploy.ts';
+import { OPERATOR_NAMESPACE, WEBHOOK_CONFIGURATION_NAME } from '../../../scripts/deploy-rbac.ts';
+import { createServingPki } from '../../../src/sandbox/tls.ts';
+import { jsonPatch } from '../../helpers/api.ts';
+import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+import { applyInstall, find, kubectlOk, type ManifestObject, readInstall } from './install.ts';
+import { describeRequest, RecordingProxy } from './proxy.ts';
+import { admitWorkloads, GUARD_NODE, type ScenarioContext, waitFor, withOperator } from './scenarios.ts';
+
+/** Schemaless stand-ins for cert-manager's CRDs, so that the install applies unchanged. */
+const certManagerShim = ['Issuer', 'Certificate']
+  .map(
+    (kind) => `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ${kind.toLowerCase()}s.cert-manager.io
+spec:
+  group: cert-manager.io
+  names: {kind: ${kind}, listKind: ${kind}List, plural: ${kind.toLowerCase()}s, singular: ${kind.toLowerCase()}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`,
+  )
+  .join('---\n');
+
+interface Certificate {
+  spec: { secretName: string; dnsNames: string[] };
+}
+
+let t: TestSandbox;
+let proxy: RecordingProxy;
+let install: ManifestObject[];
+let certDir: string;
+let caCert: string;
+
+beforeAll(async () => {
+  t = await startTestSandbox({ rbac: true });
+  await t.kc.makeApiClient(CoreV1Api).createNode({ body: { metadata: { name: GUARD_NODE } } });
+  await kubectlOk(t, ['apply', '-f', '-'], certManagerShim);
+  const read = await readInstall('install-cert-manager.yaml');
+  install = read.objects;
+  await applyInstall(t, read.text);
+  proxy = new RecordingProxy({ target: t.sandbox.url, ca: t.sandbox.caCert });
+  await proxy.start();
+  // What cert-manager would issue into the Certificate's Secret (mounted at --cert-dir).
+  const certificate = find<Certificate>(install, 'Certificate', CERT_MANAGER_CERTIFICATE);
+  const pki = await createServingPki(certificate.spec.dnsNames);
+  caCert = pki.caCert;
+  certDir = await mkdtemp(join(tmpdir(), 'berth-serving-certs-'));
+  await writeFile(join(certDir, 'tls.crt'), pki.cert);
+  await writeFile(join(certDir, 'tls.key'), pki.key);
+  await writeFile(join(certDir, 'ca.crt'), pki.caCert);
+}, 60_000);
+
+afterAll(async () => {
+  await proxy?.stop();
+  await t?.stop();
+  if (certDir) await rm(certDir, { recursive: true, force: true });
+});
+
+describe('deploy/install-cert-manager.yaml with RBAC enforced', () => {
+  it('serves admission with the mounted certificate and the injected CA, with no 403', async () => {
+    const api = t.kc.makeApiClient(AdmissionregistrationV1Api);
+    // cert-manager's cainjector: the CA of the annotated Certificate into every webhook's caBundle.
+    const caBundle = Buffer.from(caCert).toString('base64');
+    for (const kind of ['mutating', 'validating'] as const) {
+      const read =
+        kind === 'mutating'
+          ? await api.readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME })
+          : await api.readValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME });
+      expect(read.metadata?.annotations?.[CERT_MANAGER_INJECT_ANNOTATION]).toBe(
+        `${OPERATOR_NAMESPACE}/${CERT_MANAGER_CERTIFICATE}`,
+      );
+      const body = (read.webhooks ?? []).map((_, i) => ({
+        op: 'add',
+        path: `/webhooks/${i}/clientConfig/caBundle`,
+        value: caBundle,
+      }));
+      if (kind === 'mutating')
+        await api.patchMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME, body }, jsonPatch);
+      else
+        await api.patchValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME, body }, jsonPatch);
+    }
+    const token = t.sandbox.users.serviceAccount(OPERATOR_NAMESPACE, 'berth-operator').token;
+    const ctx: ScenarioContext = {
+      t,
+      install,
+      operatorKubeConfig: kubeConfigFrom(proxy.kubeconfig(token)),
+      centralUrl: '',
+      signal: new AbortController().signal,
+      run: 1,
+    };
+    await t.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'apps-1' } } });
+    // Only the cert dir differs from the Deployment: the Secret's mount point is not writable here.
+    await withOperator(ctx, { BERTH_CERT_DIR: certDir }, async (op) => {
+      await waitFor(ctx, 'the replica ready', () => op.ready());
+      await admitWorkloads(ctx, 'apps-1');
+    });
+    expect(proxy.forbidden().map(describeRequest)).toEqual([]);
+    expect(proxy.records.filter((r) => r.resource === 'secrets').map(describeRequest)).toEqual([]);
+    const writes = proxy.records.filter(
+      (r) => r.resource.endsWith('webhookconfigurations') && r.verb !== 'get',
+    );
+    expect(writes.map(describeRequest)).toEqual([]);
+    // The start-up check read both configurations.
+    for (const resource of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'])
+      expect(proxy.records.some((r) => r.resource === resource && r.verb === 'get' && r.status === 200)).toBe(
+        true,
+      );
+  }, 60_000);
+});

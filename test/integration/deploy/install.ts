@@ -1,0 +1,184 @@
+// The rendered installs as objects: reading them, applying them to a sandbox with kubectl, and the RBAC they
+// grant to the operator's service account (every rule with the scope it applies in).
+import { readFile } from 'node:fs/promises';
+import type { V1ConfigMap, V1Container, V1Deployment, V1PolicyRule } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { kubectl } from '../../../scripts/deploy.ts';
+import { OPERATOR_NAMESPACE, SERVICE_ACCOUNT } from '../../../scripts/deploy-rbac.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import type { TestSandbox } from '../../helpers/sandbox.ts';
+
+export interface ManifestObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export const deployPath = (path: string): URL => new URL(`../../../deploy/${path}`, import.meta.url);
+
+export function parseManifests(text: string): ManifestObject[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as ManifestObject | null)
+    .filter((o): o is ManifestObject => o !== null && typeof o === 'object');
+}
+
+export async function readInstall(file: string): Promise<{ text: string; objects: ManifestObject[] }> {
+  const text = await readFile(deployPath(file), 'utf8');
+  return { text, objects: parseManifests(text) };
+}
+
+/** `kubectl kustomize deploy/<overlay>` (e.g. the node-taint-guard example overlay). */
+export async function renderOverlay(overlay: string): Promise<{ text: string; objects: ManifestObject[] }> {
+  const text = await kubectl(['kustomize', deployPath(overlay).pathname]);
+  return { text, objects: parseManifests(text) };
+}
+
+export function find<T>(objects: ManifestObject[], kind: string, name?: string): T & ManifestObject {
+  const found = objects.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+  if (found === undefined) throw new Error(`no ${kind}${name ? ` ${name}` : ''} in the install`);
+  return found as T & ManifestObject;
+}
+
+export function operatorContainer(objects: ManifestObject[]): V1Container {
+  const deployment = find<V1Deployment>(objects, 'Deployment', 'berth-operator');
+  const container = deployment.spec?.template.spec?.containers.find((c) => c.name === 'operator');
+  if (container === undefined) throw new Error('the Deployment has no operator container');
+  return container;
+}
+
+/**
+ * The container's environment as the kubelet builds it: envFrom first, then env in order, `$(VAR)`
+ * expanded from the variables defined before it, the downward API for the Pod's namespace and service
+ * account, optional Secret keys absent.
+ */
+export function containerEnvironment(objects: ManifestObject[]): Record<string, string> {
+  const container = operatorContainer(objects);
+  const deployment = find<V1Deployment>(objects, 'Deployment', 'berth-operator');
+  const env: Record<string, string> = {};
+  for (const source of container.envFrom ?? []) {
+    const name = source.configMapRef?.name;
+    if (name === undefined) throw new Error('only configMapRef envFrom sources are supported');
+    Object.assign(env, find<V1ConfigMap>(objects, 'ConfigMap', name).data ?? {});
+  }
+  const expand = (value: string): string =>
+    value.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (match, name?: string) =>
+      name === undefined ? '$' : (env[name] ?? match),
+    );
+  for (const e of container.env ?? []) {
+    if (e.value !== undefined) env[e.name] = expand(e.value);
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace')
+      env[e.name] = deployment.metadata?.namespace ?? '';
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'spec.serviceAccountName')
+      env[e.name] = deployment.spec?.template.spec?.serviceAccountName ?? 'default';
+    else if (e.valueFrom?.secretKeyRef?.optional === true) continue;
+    else throw new Error(`env ${e.name}: unsupported source ${JSON.stringify(e.valueFrom)}`);
+  }
+  return env;
+}
+
+// ---- applying ----
+
+/**
+ * The sandbox does not serve policy/v1 PodDisruptionBudgets: a schemaless CRD in their place lets the
+ * install apply unchanged (the object is stored, nothing enforces it).
+ */
+const PDB_SHIM = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: poddisruptionbudgets.policy
+spec:
+  group: policy
+  names: {kind: PodDisruptionBudget, listKind: PodDisruptionBudgetList, plural: poddisruptionbudgets, singular: poddisruptionbudget, shortNames: [pdb]}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`;
+
+export async function kubectlOk(t: TestSandbox, args: string[], input?: string): Promise<string> {
+  const r = await t.kubectl(args, input === undefined ? {} : { input });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** Applies an install (as the sandbox admin) and waits until the BerthLease API is served. */
+export async function applyInstall(t: TestSandbox, text: string): Promise<void> {
+  if ((await t.kubectl(['get', 'crd', 'poddisruptionbudgets.policy'])).code !== 0) {
+    await kubectlOk(t, ['apply', '-f', '-'], PDB_SHIM);
+    await eventually(() => kubectlOk(t, ['get', 'poddisruptionbudgets', '-A']));
+  }
+  await kubectlOk(t, ['apply', '-f', '-'], text);
+  await eventually(() => kubectlOk(t, ['get', 'berthleases', '-A']));
+}
+
+// ---- the RBAC granted to the operator ----
+
+export interface GrantedRule {
+  /** `ClusterRole/<name>` or `Role/<namespace>/<name>`. */
+  role: string;
+  index: number;
+  rule: V1PolicyRule;
+  /** Where it applies: undefined cluster-wide (ClusterRoleBinding), else the RoleBinding's namespace. */
+  namespace: string | undefined;
+}
+
+export const roleKey = (o: ManifestObject): string =>
+  o.kind === 'Role' ? `Role/${o.metadata.namespace}/${o.metadata.name}` : `ClusterRole/${o.metadata.name}`;
+
+export const describeRule = (g: GrantedRule): string => {
+  const names = g.rule.resourceNames?.length ? ` named ${g.rule.resourceNames.join(',')}` : '';
+  const groups = (g.rule.apiGroups ?? []).map((x) => (x === '' ? 'core' : x)).join(',');
+  return `${g.role} rule ${g.index} (${(g.rule.verbs ?? []).join(',')} on ${groups} ${(g.rule.resources ?? []).join(',')}${names})`;
+};
+
+interface Binding {
+  kind: string;
+  metadata: { namespace?: string };
+  roleRef: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+}
+
+/** Every rule bound to the operator's service account by the objects. */
+export function operatorRules(objects: ManifestObject[]): GrantedRule[] {
+  const bindsOperator = (b: Binding): boolean =>
+    (b.subjects ?? []).some(
+      (s) =>
+        s.kind === 'ServiceAccount' &&
+        s.name === SERVICE_ACCOUNT &&
+        (s.namespace ?? b.metadata.namespace) === OPERATOR_NAMESPACE,
+    );
+  const out: GrantedRule[] = [];
+  const seen = new Set<string>();
+  for (const o of objects) {
+    if (o.kind !== 'ClusterRoleBinding' && o.kind !== 'RoleBinding') continue;
+    const binding = o as unknown as Binding;
+    if (!bindsOperator(binding)) continue;
+    const namespace = o.kind === 'RoleBinding' ? o.metadata.namespace : undefined;
+    const role = objects.find(
+      (r) =>
+        r.kind === binding.roleRef.kind &&
+        r.metadata.name === binding.roleRef.name &&
+        (r.kind === 'ClusterRole' || r.metadata.namespace === namespace),
+    );
+    if (role === undefined) throw new Error(`${o.kind} ${o.metadata.name} refers to a missing role`);
+    const key = `${roleKey(role)}@${namespace ?? ''}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    ((role.rules as V1PolicyRule[] | undefined) ?? []).forEach((rule, index) => {
+      out.push({ role: roleKey(role), index, rule, namespace });
+    });
+  }
+  return out;
+}
+
+/** Every object's identity (`kind/namespace/name`), for comparing what two renders contain. */
+export const objectIds = (objects: ManifestObject[]): string[] =>
+  objects.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`);

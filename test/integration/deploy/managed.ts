@@ -1,0 +1,173 @@
+// The managed-workload scenario: the samples plus a StatefulSet and a ReplicaSet target are admitted, their
+// leases held (embedded central server) and the targets activated; a managed Pod is registered and
+// ungated; a managed Job runs; then the leases are deleted and the operator stops every target, suspends
+// and deletes the Job, deletes the Pod and releases — all as the operator's service account.
+import {
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type V1ObjectMeta,
+} from '@kubernetes/client-node';
+import { GROUP, LeaseState, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
+import { apiOutcome } from '../../helpers/api.ts';
+import { deployPath, kubectlOk } from './install.ts';
+import {
+  admission,
+  berthLease,
+  caBundles,
+  caCertificate,
+  caReplacement,
+  createNamespace,
+  leaderElection,
+  nodeTaintGuard,
+  ownedBy,
+  podTemplate,
+  type Scenario,
+  type ScenarioContext,
+  trusting,
+  waitFor,
+  withCentral,
+  withOperator,
+} from './scenarios.ts';
+
+const LEASES = ['web', 'nightly-report', 'db', 'rs'];
+
+/** A BerthLease guarding an apps/v1 `kind/name` with scale 1 / scale 0. */
+const scaledLease = (name: string, kind: string) => ({
+  apiVersion: `${GROUP}/${VERSION}`,
+  kind: 'BerthLease',
+  metadata: { name },
+  spec: {
+    leaseName: name,
+    holderIdentity: 'cluster-a',
+    ttlSeconds: 30,
+    heartbeatIntervalSeconds: 10,
+    semantics: 'at-most-once',
+    target: { apiVersion: 'apps/v1', kind, name },
+    acquireAction: { scale: { replicas: 1 } },
+    releaseAction: { scale: { replicas: 0 } },
+  },
+});
+
+interface Targets {
+  replicas: (number | undefined)[];
+  suspend: boolean | undefined;
+}
+
+async function targets(ctx: ScenarioContext, namespace: string): Promise<Targets> {
+  const apps = ctx.t.kc.makeApiClient(AppsV1Api);
+  const batch = ctx.t.kc.makeApiClient(BatchV1Api);
+  const [web, db, rs, cron] = await Promise.all([
+    apps.readNamespacedDeployment({ name: 'web', namespace }),
+    apps.readNamespacedStatefulSet({ name: 'db', namespace }),
+    apps.readNamespacedReplicaSet({ name: 'rs', namespace }),
+    batch.readNamespacedCronJob({ name: 'nightly-report', namespace }),
+  ]);
+  return { replicas: [web, db, rs].map((o) => o.spec?.replicas), suspend: cron.spec?.suspend };
+}
+
+export const managedWorkloads: Scenario = {
+  name: 'managed-workloads',
+  async run(ctx) {
+    const apps = ctx.t.kc.makeApiClient(AppsV1Api);
+    const batch = ctx.t.kc.makeApiClient(BatchV1Api);
+    const core = ctx.t.kc.makeApiClient(CoreV1Api);
+    const custom = ctx.t.kc.makeApiClient(CustomObjectsApi);
+    const namespace = await createNamespace(ctx, 'managed');
+    const ref = (name: string) => ({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name });
+    const db = { 'app.kubernetes.io/name': 'db' };
+    const rs = { 'app.kubernetes.io/name': 'rs' };
+    await withOperator(ctx, withCentral(ctx), async (op) => {
+      await waitFor(ctx, 'the replica ready', () => op.ready());
+      const ca = await waitFor(ctx, 'the CA', () => caCertificate(ctx));
+      await waitFor(ctx, 'the caBundles trust the CA', async () =>
+        (await caBundles(ctx)).every(trusting(ca)),
+      );
+      for (const sample of ['samples/deployment/', 'samples/cronjob/'])
+        await kubectlOk(ctx.t, ['apply', '-n', namespace, '-f', deployPath(sample).pathname]);
+      await custom.createNamespacedCustomObject({ ...ref('db'), body: scaledLease('db', 'StatefulSet') });
+      await custom.createNamespacedCustomObject({ ...ref('rs'), body: scaledLease('rs', 'ReplicaSet') });
+      await apps.createNamespacedStatefulSet({
+        namespace,
+        body: {
+          metadata: { name: 'db' },
+          spec: { replicas: 0, serviceName: 'db', selector: { matchLabels: db }, template: podTemplate(db) },
+        },
+      });
+      const set = await apps.createNamespacedReplicaSet({
+        namespace,
+        body: {
+          metadata: { name: 'rs' },
+          spec: { replicas: 0, selector: { matchLabels: rs }, template: podTemplate(rs) },
+        },
+      });
+      await waitFor(ctx, 'the leases held', async () => {
+        const leases = await Promise.all(LEASES.map((n) => custom.getNamespacedCustomObject(ref(n))));
+        return leases.every(
+          (l) => (l as { status?: { leaseState?: string } }).status?.leaseState === LeaseState.Held,
+        );
+      });
+      await waitFor(ctx, 'the targets activated', async () => {
+        const now = await targets(ctx, namespace);
+        return now.replicas.every((r) => r === 1) && now.suspend === false;
+      });
+      // What the ReplicaSet controller would create: a gated Pod, which the operator registers and ungates.
+      await core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: {
+            name: 'rs-a',
+            labels: rs,
+            ownerReferences: ownedBy('ReplicaSet', 'apps/v1', set.metadata),
+          },
+          spec: podTemplate(rs).spec!,
+        },
+      });
+      await waitFor(ctx, 'the managed Pod ungated', async () => {
+        const pod = await core.readNamespacedPod({ name: 'rs-a', namespace });
+        return !(pod.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE);
+      });
+      // What the CronJob controller would create: a Job of the now unsuspended CronJob.
+      const cron = await batch.readNamespacedCronJob({ name: 'nightly-report', namespace });
+      const report = { 'app.kubernetes.io/name': 'nightly-report' };
+      await batch.createNamespacedJob({
+        namespace,
+        body: {
+          metadata: {
+            name: 'nightly-report-1',
+            ownerReferences: ownedBy('CronJob', 'batch/v1', cron.metadata as V1ObjectMeta),
+          },
+          spec: { template: podTemplate(report, 'Never') },
+        },
+      });
+      for (const name of LEASES) await custom.deleteNamespacedCustomObject(ref(name));
+      await waitFor(
+        ctx,
+        'the leases drained and released',
+        async () =>
+          (await Promise.all(LEASES.map((n) => apiOutcome(custom.getNamespacedCustomObject(ref(n)))))).every(
+            (o) => o.code === 404,
+          ),
+        20_000,
+      );
+      const after = await targets(ctx, namespace);
+      if (!after.replicas.every((r) => r === 0) || after.suspend !== true)
+        throw new Error(`targets not stopped before the release: ${JSON.stringify(after)}`);
+      if ((await apiOutcome(core.readNamespacedPod({ name: 'rs-a', namespace }))).code !== 404)
+        throw new Error('the managed Pod was not deleted');
+      if ((await apiOutcome(batch.readNamespacedJob({ name: 'nightly-report-1', namespace }))).code !== 404)
+        throw new Error('the managed Job was not deleted');
+    });
+  },
+};
+
+/** Every scenario, in the order the RBAC test runs them. */
+export const SCENARIOS: readonly Scenario[] = [
+  leaderElection,
+  berthLease,
+  nodeTaintGuard,
+  admission,
+  caReplacement,
+  managedWorkloads,
+];

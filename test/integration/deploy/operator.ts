@@ -1,0 +1,82 @@
+// Runs the operator in-process exactly as the install's Deployment configures it — the container's args and
+// environment (downward API, ConfigMap, `$(VAR)` expansion) through the real flag parser and buildOperator —
+// authenticated as its service account through the recording proxy, with a few test overrides (loopback
+// ports, the central URL, short grace periods, which features run).
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseFlags } from '../../../src/cli.ts';
+import { parseRunConfig } from '../../../src/config.ts';
+import type { LifecycleEvent, Manager } from '../../../src/kube/manager.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { buildOperator, parseFeatureConfigs, runCommand } from '../../../src/run.ts';
+import type { TestSandbox } from '../../helpers/sandbox.ts';
+import { containerEnvironment, type ManifestObject, operatorContainer } from './install.ts';
+
+export interface RunningOperator {
+  manager: Manager;
+  namespace: string;
+  /** Lifecycle steps seen so far. */
+  readonly events: LifecycleEvent[];
+  /** As the kubelet would see /readyz: every readiness check passes. */
+  ready(): Promise<boolean>;
+  isLeader(): boolean;
+  /** Graceful stop; resolves with the manager's exit code. */
+  stop(): Promise<number>;
+}
+
+export interface StartOptions {
+  t: TestSandbox;
+  install: ManifestObject[];
+  kubeConfig: KubeConfig;
+  /** Environment overrides (an empty string unsets a variable's effect: the flag default applies). */
+  env?: Record<string, string>;
+}
+
+/** The test's fixed overrides: nothing binds a real port, shutdown is quick. */
+const TEST_ENV = {
+  BERTH_HEALTH_PROBE_BIND_ADDRESS: '0',
+  BERTH_METRICS_BIND_ADDRESS: '0',
+  BERTH_WEBHOOK_PORT: '0',
+  BERTH_DRAIN_WINDOW: '1ms',
+  BERTH_LOG_LEVEL: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent',
+};
+
+export function startOperator(o: StartOptions): RunningOperator {
+  const container = operatorContainer(o.install);
+  const [command, ...argv] = container.args ?? [];
+  if (command !== 'run') throw new Error(`the container runs ${JSON.stringify(command)}, not run`);
+  const env = { ...containerEnvironment(o.install), ...TEST_ENV, ...o.env };
+  const flags = parseFlags(runCommand, argv, env);
+  const config = parseRunConfig(flags);
+  const namespace = config.namespace;
+  const features = parseFeatureConfigs(flags, namespace);
+  const events: LifecycleEvent[] = [];
+  const { manager } = buildOperator(config, {
+    kubeConfig: o.kubeConfig,
+    namespace,
+    logger: createLogger({ level: config.logLevel, name: 'berth-operator' }),
+    features,
+    onLifecycle: (e) => events.push(e),
+    onWebhookListening: (port) =>
+      o.t.sandbox.services.map(namespace, features.certs.webhookServiceName, { host: '127.0.0.1', port }),
+  });
+  const done = manager.run();
+  let stopping: Promise<number> | undefined;
+  return {
+    manager,
+    namespace,
+    events,
+    ready: async () =>
+      events.some((e) => e.step === 'ready') &&
+      (await manager.probes.runChecks('readyz')).every((c) => c.healthy),
+    isLeader: () => manager.isLeader(),
+    stop() {
+      stopping ??= (async () => {
+        manager.stop('test');
+        const result = await done;
+        o.t.sandbox.services.unmap(namespace, features.certs.webhookServiceName);
+        return result.exitCode;
+      })();
+      return stopping;
+    },
+  };
+}

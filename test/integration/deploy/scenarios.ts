@@ -1,0 +1,420 @@
+// What the operator does in a cluster, one scenario per component, each a fresh operator process-equivalent
+// (buildOperator + manager.run) configured by the install's Deployment and authenticated as its service
+// account: leader election, the BerthLease controller on a sample against the embedded central server, the
+// node taint guard, WorkloadAdmission with self-signed certificates (CA Secret creation, caBundle
+// reconciliation, the start-up check of the webhook configurations, the owner-chain reads on the samples),
+// and the replacement of an unusable CA Secret (the managed-workload scenario is in ./managed.ts). Each
+// scenario can be aborted (the RBAC minimality test
+// stops it at the first 403); it always stops its operator.
+import {
+  AdmissionregistrationV1Api,
+  AppsV1Api,
+  BatchV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  type KubeConfig,
+  type V1ObjectMeta,
+  type V1OwnerReference,
+  type V1PodTemplateSpec,
+} from '@kubernetes/client-node';
+import {
+  AGENT_NAMESPACE,
+  CA_SECRET_NAME,
+  LEADER_ELECTION_ID,
+  OPERATOR_NAMESPACE,
+  WEBHOOK_CONFIGURATION_NAME,
+} from '../../../scripts/deploy-rbac.ts';
+import {
+  GROUP,
+  LeaseState,
+  MANAGED_LEASE,
+  PLURAL,
+  SCHEDULING_GATE,
+  VERSION,
+} from '../../../src/berth/api.ts';
+import { DEFAULT_TAINT_KEY } from '../../../src/nodetaint/config.ts';
+import { REARM_EVENT_REASON } from '../../../src/nodetaint/index.ts';
+import { apiFailure, apiOutcome, mergePatch } from '../../helpers/api.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import type { TestSandbox } from '../../helpers/sandbox.ts';
+import { deployPath, kubectlOk, type ManifestObject } from './install.ts';
+import { type RunningOperator, startOperator } from './operator.ts';
+
+export interface ScenarioContext {
+  t: TestSandbox;
+  /** The applied objects (the Deployment's configuration is read from here). */
+  install: ManifestObject[];
+  operatorKubeConfig: KubeConfig;
+  centralUrl: string;
+  /** Aborted to stop the scenario early. */
+  signal: AbortSignal;
+  /** Unique per scenario run (namespaces are named after it). */
+  run: number;
+}
+
+export interface Scenario {
+  name: string;
+  run(ctx: ScenarioContext): Promise<void>;
+}
+
+export const OPERATOR_NS = OPERATOR_NAMESPACE;
+export const GUARD_NODE = 'guard-node';
+const LEADER_LEASE = LEADER_ELECTION_ID;
+const TAINT_KEY = DEFAULT_TAINT_KEY;
+
+/** Features off unless a scenario turns them on (the ConfigMap's empty BERTH_API_SERVER already is). */
+const ONLY_LEADER = {
+  BERTH_API_SERVER: '',
+  BERTH_ENABLE_WORKLOAD_ADMISSION: 'false',
+  BERTH_NODE_TAINT_GUARD: 'false',
+};
+
+export class Aborted extends Error {
+  constructor() {
+    super('scenario aborted');
+  }
+}
+
+/** Polls `probe` until it holds (or the scenario is aborted). */
+export async function waitFor<T>(
+  ctx: ScenarioContext,
+  what: string,
+  probe: () => T | Promise<T>,
+  timeoutMs = 15_000,
+): Promise<NonNullable<T>> {
+  const value = await eventually(async () => (ctx.signal.aborted ? Aborted : await probe()), {
+    timeoutMs,
+    intervalMs: 25,
+  }).catch((err: unknown) => {
+    throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  if (value === Aborted || ctx.signal.aborted) throw new Aborted();
+  return value as NonNullable<T>;
+}
+
+const ignoreNotFound = async (p: Promise<unknown>): Promise<void> => {
+  const outcome = await apiOutcome(p);
+  if (outcome.code !== 200 && outcome.code !== 404)
+    throw new Error(`unexpected ${outcome.code}: ${outcome.message}`);
+};
+
+/** Runs `body` with an operator (the leader Lease deleted first, so that it is created again). */
+export async function withOperator(
+  ctx: ScenarioContext,
+  env: Record<string, string>,
+  body: (op: RunningOperator) => Promise<void>,
+): Promise<void> {
+  const coordination = ctx.t.kc.makeApiClient(CoordinationV1Api);
+  await ignoreNotFound(coordination.deleteNamespacedLease({ name: LEADER_LEASE, namespace: OPERATOR_NS }));
+  const op = startOperator({ t: ctx.t, install: ctx.install, kubeConfig: ctx.operatorKubeConfig, env });
+  try {
+    await body(op);
+  } finally {
+    await op.stop();
+  }
+}
+
+export async function createNamespace(ctx: ScenarioContext, prefix: string): Promise<string> {
+  const name = `${prefix}-${ctx.run}`;
+  await ctx.t.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+export const leaderElection: Scenario = {
+  name: 'leader-election',
+  async run(ctx) {
+    const coordination = ctx.t.kc.makeApiClient(CoordinationV1Api);
+    await withOperator(ctx, ONLY_LEADER, async (op) => {
+      await waitFor(ctx, 'elected', () => op.isLeader());
+      const lease = await coordination.readNamespacedLease({ name: LEADER_LEASE, namespace: OPERATOR_NS });
+      if (!lease.spec?.holderIdentity) throw new Error('the leader Lease names no holder');
+    });
+    // --leader-election-release-on-cancel: the stopped leader cleared the Lease.
+    const lease = await coordination.readNamespacedLease({ name: LEADER_LEASE, namespace: OPERATOR_NS });
+    if (lease.spec?.holderIdentity)
+      throw new Error(`the Lease is still held by ${lease.spec.holderIdentity}`);
+  },
+};
+
+export const berthLease: Scenario = {
+  name: 'berthlease-controller',
+  async run(ctx) {
+    const custom = ctx.t.kc.makeApiClient(CustomObjectsApi);
+    const events = ctx.t.kc.makeApiClient(EventsV1Api);
+    const namespace = await createNamespace(ctx, 'leases');
+    const ref = { group: GROUP, version: VERSION, plural: PLURAL, namespace, name: 'reports-singleton' };
+    const env = { ...ONLY_LEADER, BERTH_API_SERVER: ctx.centralUrl, BERTH_CLUSTER_ID: 'cluster-a' };
+    await withOperator(ctx, env, async () => {
+      await kubectlOk(ctx.t, [
+        'apply',
+        '-n',
+        namespace,
+        '-f',
+        deployPath('samples/lease-only.yaml').pathname,
+      ]);
+      await waitFor(ctx, 'the sample BerthLease held', async () => {
+        const lease = (await custom.getNamespacedCustomObject(ref)) as {
+          metadata: V1ObjectMeta;
+          status?: { leaseState?: string; fencingToken?: number };
+        };
+        return (
+          lease.status?.leaseState === LeaseState.Held &&
+          (lease.status.fencingToken ?? 0) > 0 &&
+          (lease.metadata.finalizers ?? []).length > 0
+        );
+      });
+      await waitFor(ctx, 'an Event about the lease', async () => {
+        const list = await events.listNamespacedEvent({ namespace });
+        return list.items.some((e) => e.regarding?.kind === 'BerthLease');
+      });
+      await custom.deleteNamespacedCustomObject(ref);
+      await waitFor(
+        ctx,
+        'the BerthLease released and gone',
+        async () => (await apiOutcome(custom.getNamespacedCustomObject(ref))).code === 404,
+      );
+    });
+  },
+};
+
+export const nodeTaintGuard: Scenario = {
+  name: 'node-taint-guard',
+  async run(ctx) {
+    const core = ctx.t.kc.makeApiClient(CoreV1Api);
+    const events = ctx.t.kc.makeApiClient(EventsV1Api);
+    const hasTaint = async () =>
+      ((await core.readNode({ name: GUARD_NODE })).spec?.taints ?? []).some((t) => t.key === TAINT_KEY);
+    const removeTaint = async () => {
+      const node = await core.readNode({ name: GUARD_NODE });
+      const taints = (node.spec?.taints ?? []).filter((t) => t.key !== TAINT_KEY);
+      await core.patchNode({ name: GUARD_NODE, body: { spec: { taints } } }, mergePatch);
+    };
+    const seriesCount = async (): Promise<Map<string, number>> => {
+      const list = await events.listNamespacedEvent({ namespace: 'default' });
+      return new Map(
+        list.items
+          .filter((e) => e.regarding?.name === GUARD_NODE && e.reason === REARM_EVENT_REASON)
+          .map((e) => [e.metadata?.name ?? '', e.series?.count ?? 1]),
+      );
+    };
+    await removeTaint();
+    const before = await seriesCount();
+    const env = { ...ONLY_LEADER, BERTH_NODE_TAINT_GUARD: 'true', BERTH_TAINT_GRACE: '1ms' };
+    await withOperator(ctx, env, async () => {
+      await waitFor(ctx, 'the guard taints the node', hasTaint);
+      await removeTaint();
+      await waitFor(ctx, 'the guard re-arms the taint', hasTaint);
+      // The second re-arm of the same node is a series: the Event is patched.
+      await waitFor(ctx, 'the re-arm Event patched into a series', async () =>
+        [...(await seriesCount())].some(([name, count]) => !before.has(name) && count >= 2),
+      );
+    });
+  },
+};
+
+/** Admin-side fixtures: a node and a never-Ready agent Pod on it (before the webhooks are installed). */
+export async function createGuardFixtures(t: TestSandbox): Promise<void> {
+  const core = t.kc.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: AGENT_NAMESPACE } } });
+  await core.createNode({ body: { metadata: { name: GUARD_NODE } } });
+  await core.createNamespacedPod({
+    namespace: AGENT_NAMESPACE,
+    body: {
+      metadata: { name: 'agent-guard-node', labels: { 'app.kubernetes.io/name': 'aether-agent' } },
+      spec: { nodeName: GUARD_NODE, containers: [{ name: 'agent', image: 'aether/agent:1' }] },
+    },
+  });
+  const since = new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+  await core.patchNamespacedPodStatus(
+    {
+      name: 'agent-guard-node',
+      namespace: AGENT_NAMESPACE,
+      body: {
+        status: {
+          phase: 'Running',
+          conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: since }],
+        },
+      },
+    },
+    mergePatch,
+  );
+}
+
+export const ownedBy = (
+  kind: string,
+  apiVersion: string,
+  meta: V1ObjectMeta | undefined,
+): V1OwnerReference[] => [
+  {
+    apiVersion,
+    kind,
+    name: meta?.name ?? '',
+    uid: meta?.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  },
+];
+
+export const podTemplate = (labels: Record<string, string>, restartPolicy = 'Always'): V1PodTemplateSpec => ({
+  metadata: { labels },
+  spec: { restartPolicy, containers: [{ name: 'main', image: 'busybox:1.37' }] },
+});
+
+export async function caBundles(ctx: ScenarioContext): Promise<string[]> {
+  const api = ctx.t.kc.makeApiClient(AdmissionregistrationV1Api);
+  const m = await api.readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME });
+  const v = await api.readValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME });
+  return [...(m.webhooks ?? []), ...(v.webhooks ?? [])].map((w) => w.clientConfig.caBundle ?? '');
+}
+
+export const trusting =
+  (ca: string) =>
+  (bundle: string): boolean =>
+    Buffer.from(bundle, 'base64').toString('utf8').includes(ca.trim());
+
+export async function caCertificate(ctx: ScenarioContext): Promise<string | undefined> {
+  const core = ctx.t.kc.makeApiClient(CoreV1Api);
+  const outcome = await apiOutcome(
+    core.readNamespacedSecret({ name: CA_SECRET_NAME, namespace: OPERATOR_NS }),
+  );
+  if (outcome.code === 404) return undefined;
+  const secret = await core.readNamespacedSecret({ name: CA_SECRET_NAME, namespace: OPERATOR_NS });
+  const pem = Buffer.from(secret.data?.['ca.crt'] ?? '', 'base64').toString('utf8');
+  return pem.startsWith('-----BEGIN CERTIFICATE-----') ? pem : undefined;
+}
+
+/** Admission of the samples and of the objects their controllers would create (the owner-chain reads). */
+export async function admitWorkloads(ctx: ScenarioContext, namespace: string): Promise<void> {
+  const apps = ctx.t.kc.makeApiClient(AppsV1Api);
+  const batch = ctx.t.kc.makeApiClient(BatchV1Api);
+  const core = ctx.t.kc.makeApiClient(CoreV1Api);
+  for (const sample of ['samples/deployment/', 'samples/cronjob/'])
+    await kubectlOk(ctx.t, ['apply', '-n', namespace, '-f', deployPath(sample).pathname]);
+  const deployment = await apps.readNamespacedDeployment({ name: 'web', namespace });
+  if (deployment.metadata?.annotations?.[MANAGED_LEASE] !== 'web')
+    throw new Error('the sample Deployment was not stamped by the mutating webhook');
+  const web = { 'app.kubernetes.io/name': 'web' };
+  const rs = await apps.createNamespacedReplicaSet({
+    namespace,
+    body: {
+      metadata: {
+        name: 'web-1',
+        labels: web,
+        ownerReferences: ownedBy('Deployment', 'apps/v1', deployment.metadata),
+      },
+      spec: { replicas: 0, selector: { matchLabels: web }, template: podTemplate(web) },
+    },
+  });
+  const pod = await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: {
+        name: 'web-1-a',
+        labels: web,
+        ownerReferences: ownedBy('ReplicaSet', 'apps/v1', rs.metadata),
+      },
+      spec: podTemplate(web).spec!,
+    },
+  });
+  if (!(pod.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE))
+    throw new Error('the managed Pod was not born gated');
+  const binding = await apiFailure(
+    core.createNamespacedPodBinding({
+      name: 'web-1-a',
+      namespace,
+      body: {
+        metadata: { name: 'web-1-a', uid: pod.metadata?.uid },
+        target: { kind: 'Node', name: GUARD_NODE },
+      },
+    }),
+  );
+  if (!binding.message.includes('still scheduling gated')) throw new Error(`binding: ${binding.message}`);
+  const cron = await batch.readNamespacedCronJob({ name: 'nightly-report', namespace });
+  const report = { 'app.kubernetes.io/name': 'nightly-report' };
+  const job = await batch.createNamespacedJob({
+    namespace,
+    body: {
+      metadata: { name: 'nightly-report-1', ownerReferences: ownedBy('CronJob', 'batch/v1', cron.metadata) },
+      spec: { suspend: true, template: podTemplate(report, 'Never') },
+    },
+  });
+  await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: {
+        name: 'nightly-report-1-a',
+        labels: report,
+        ownerReferences: ownedBy('Job', 'batch/v1', job.metadata),
+      },
+      spec: podTemplate(report, 'Never').spec!,
+    },
+  });
+  // A Pod claiming a StatefulSet controller that does not exist: the owner is read, and refused.
+  const orphan = await apiFailure(
+    core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: {
+          name: 'db-0',
+          ownerReferences: ownedBy('StatefulSet', 'apps/v1', {
+            name: 'db',
+            uid: '3b7c4d8e-0000-4000-8000-000000000001',
+          }),
+        },
+        spec: podTemplate({}).spec!,
+      },
+    }),
+  );
+  if (!orphan.message.includes('resolve controller owner')) throw new Error(`orphan Pod: ${orphan.message}`);
+}
+
+/** As deployed (the ConfigMap leaves the central API unset: admission and certificates only). */
+export const AS_DEPLOYED = { BERTH_NODE_TAINT_GUARD: 'false' };
+/** As deployed with the central API configured: the BerthLease controller manages the targets too. */
+export const withCentral = (ctx: ScenarioContext) => ({
+  ...AS_DEPLOYED,
+  BERTH_API_SERVER: ctx.centralUrl,
+  BERTH_CLUSTER_ID: 'cluster-a',
+});
+
+export const admission: Scenario = {
+  name: 'workload-admission',
+  async run(ctx) {
+    const core = ctx.t.kc.makeApiClient(CoreV1Api);
+    await ignoreNotFound(core.deleteNamespacedSecret({ name: CA_SECRET_NAME, namespace: OPERATOR_NS }));
+    const namespace = await createNamespace(ctx, 'apps');
+    await withOperator(ctx, AS_DEPLOYED, async (op) => {
+      const ca = await waitFor(ctx, 'the CA Secret created', () => caCertificate(ctx));
+      await waitFor(ctx, 'the caBundles filled', async () => (await caBundles(ctx)).every(trusting(ca)));
+      // Readiness includes the start-up check of the live webhook configurations.
+      await waitFor(ctx, 'the replica ready', () => op.ready());
+      const readyz = await op.manager.probes.runChecks('readyz');
+      if (!readyz.some((c) => c.name === 'webhook-configurations'))
+        throw new Error('readiness does not check the webhook configurations');
+      await admitWorkloads(ctx, namespace);
+    });
+  },
+};
+
+export const caReplacement: Scenario = {
+  name: 'ca-replacement',
+  async run(ctx) {
+    const core = ctx.t.kc.makeApiClient(CoreV1Api);
+    const junk = { 'ca.crt': Buffer.from('not a certificate').toString('base64') };
+    const current = await apiOutcome(
+      core.readNamespacedSecret({ name: CA_SECRET_NAME, namespace: OPERATOR_NS }),
+    );
+    const body = { metadata: { name: CA_SECRET_NAME, namespace: OPERATOR_NS }, data: junk };
+    if (current.code === 404) await core.createNamespacedSecret({ namespace: OPERATOR_NS, body });
+    else await core.replaceNamespacedSecret({ name: CA_SECRET_NAME, namespace: OPERATOR_NS, body });
+    await withOperator(ctx, AS_DEPLOYED, async (op) => {
+      const ca = await waitFor(ctx, 'the unusable CA Secret replaced', () => caCertificate(ctx));
+      await waitFor(ctx, 'the caBundles trust the new CA', async () =>
+        (await caBundles(ctx)).every(trusting(ca)),
+      );
+      await waitFor(ctx, 'the replica ready', () => op.ready());
+    });
+  },
+};

@@ -1,0 +1,496 @@
+// End to end, managed: two sandboxes with the workload simulator ("clusters" east and west), each running
+// the whole operator as `berth-operator run` builds it (buildOperator with the real flags: workload
+// admission on, selfsigned webhook certificates with the caBundle kept by the operator, the BerthLease
+// controller with the managed path), and one embedded central lease server. The same BerthLease and the
+// Deployment it guards are applied to both clusters.
+//
+// A timeline fed by a Pod watch on each cluster checks, at every Pod event, that at most one cluster runs
+// replicas (a running replica: bound by the scheduler, not finished, not yet removed — a terminating Pod
+// still runs), and in steady state exactly one cluster runs all of them. Then:
+// - in the standby cluster, a Pod created while the lease is held elsewhere stays gated (and a scale-up
+//   of the standby's Deployment is refused);
+// - stopping the holder's operator hands the workload over: its Pods are drained, then released
+//   centrally, and only then are the other cluster's Pods ungated;
+// - the stopped operator comes back as a standby;
+// - a lease in the operator namespace is refused with the exact message.
+import { readFile } from 'node:fs/promises';
+import {
+  AdmissionregistrationV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { type BerthLease, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
+import { parseBerthLease } from '../../../src/berth/leaseio.ts';
+import { findCondition } from '../../../src/berth/status.ts';
+import { parseFlags } from '../../../src/cli.ts';
+import { parseRunConfig } from '../../../src/config.ts';
+import { KubeTransport } from '../../../src/kube/client.ts';
+import { Informer } from '../../../src/kube/informer.ts';
+import type { Manager } from '../../../src/kube/manager.ts';
+import { buildOperator, parseFeatureConfigs, runCommand } from '../../../src/run.ts';
+import {
+  DEFAULT_CONFIGURATION_NAME,
+  mutatingWebhookConfiguration,
+  validatingWebhookConfiguration,
+} from '../../../webhooks/configurations.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+import { type Central, startCentral } from '../berth/harness.ts';
+import {
+  deploymentLease,
+  FAST_SIMULATOR,
+  GATE,
+  installCrd,
+  NS,
+  OPERATOR_NS,
+  OPERATOR_USER,
+  rejection,
+  SERVICE_ACCOUNT,
+  silent,
+  until,
+  VALIDATE_DENIED,
+  WEBHOOK_SERVICE,
+} from './harness.ts';
+
+const TTL_S = 3;
+const HEARTBEAT_S = 1;
+const REPLICAS = 2;
+const LEASE = 'singleton';
+const APP = 'app';
+const CRD_PATH = new URL('../../../deploy/crds/berthlease.yaml', import.meta.url);
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+interface PodState {
+  running: boolean;
+  gated: boolean;
+}
+
+interface TimelineEvent {
+  at: number;
+  cluster: string;
+  pod: string;
+  change: 'running' | 'stopped' | 'ungated' | 'added' | 'removed';
+}
+
+/** Every Pod change in every cluster, in arrival order, with the invariant checked at each one. */
+class Timeline {
+  readonly events: TimelineEvent[] = [];
+  readonly violations: Array<{ at: number; running: Record<string, number> }> = [];
+  readonly #pods = new Map<string, Map<string, PodState>>();
+
+  observe(cluster: string, pod: KubernetesObject | undefined, uid: string, name: string): void {
+    const pods = this.#pods.get(cluster) ?? new Map<string, PodState>();
+    this.#pods.set(cluster, pods);
+    const before = pods.get(uid);
+    const at = performance.now();
+    if (pod === undefined) {
+      pods.delete(uid);
+      if (before?.running) this.events.push({ at, cluster, pod: name, change: 'stopped' });
+      this.events.push({ at, cluster, pod: name, change: 'removed' });
+    } else {
+      const spec = (pod as { spec?: { nodeName?: string; schedulingGates?: Array<{ name: string }> } }).spec;
+      const phase = (pod as { status?: { phase?: string } }).status?.phase;
+      const now: PodState = {
+        running: !!spec?.nodeName && phase !== 'Succeeded' && phase !== 'Failed',
+        gated: (spec?.schedulingGates ?? []).some((g) => g.name === GATE),
+      };
+      pods.set(uid, now);
+      if (before === undefined) this.events.push({ at, cluster, pod: name, change: 'added' });
+      if (before?.gated !== false && !now.gated)
+        this.events.push({ at, cluster, pod: name, change: 'ungated' });
+      if (now.running && !before?.running) this.events.push({ at, cluster, pod: name, change: 'running' });
+      if (!now.running && before?.running) this.events.push({ at, cluster, pod: name, change: 'stopped' });
+    }
+    const running = this.running();
+    if (Object.values(running).filter((n) => n > 0).length > 1) this.violations.push({ at, running });
+  }
+
+  /** Running replicas per cluster now. */
+  running(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [cluster, pods] of this.#pods)
+      out[cluster] = [...pods.values()].filter((p) => p.running).length;
+    return out;
+  }
+
+  /** The cluster running exactly `n` replicas while the others run none, if any. */
+  soleRunner(n: number): string | undefined {
+    const running = Object.entries(this.running());
+    const active = running.filter(([, count]) => count > 0);
+    return active.length === 1 && active[0]?.[1] === n ? active[0][0] : undefined;
+  }
+
+  /** Per ungated Pod: from its creation to the removal of its gate, as the watch saw them (ms). */
+  gateLatencies(): number[] {
+    const added = new Map<string, number>();
+    const out: number[] = [];
+    for (const e of this.events) {
+      const key = `${e.cluster}/${e.pod}`;
+      if (e.change === 'added') added.set(key, e.at);
+      if (e.change === 'ungated' && added.has(key)) out.push(e.at - (added.get(key) ?? e.at));
+    }
+    return out;
+  }
+
+  last(cluster: string, change: TimelineEvent['change'], since = 0): TimelineEvent | undefined {
+    return this.events.filter((e) => e.cluster === cluster && e.change === change && e.at >= since).at(-1);
+  }
+
+  first(cluster: string, change: TimelineEvent['change'], since = 0): TimelineEvent | undefined {
+    return this.events.find((e) => e.cluster === cluster && e.change === change && e.at >= since);
+  }
+}
+
+interface RunningOperator {
+  manager: Manager;
+  stop(): Promise<number>;
+}
+
+class Cluster {
+  readonly name: string;
+  readonly t: TestSandbox;
+  readonly custom: CustomObjectsApi;
+  readonly apps: AppsV1Api;
+  readonly core: CoreV1Api;
+  operator: RunningOperator | undefined;
+  readonly #watch: Informer<KubernetesObject>;
+  readonly #transport: KubeTransport;
+  readonly #stopWatch = new AbortController();
+
+  private constructor(name: string, t: TestSandbox, timeline: Timeline) {
+    this.name = name;
+    this.t = t;
+    this.custom = t.kc.makeApiClient(CustomObjectsApi);
+    this.apps = t.kc.makeApiClient(AppsV1Api);
+    this.core = t.kc.makeApiClient(CoreV1Api);
+    this.#transport = new KubeTransport(t.kc);
+    this.#watch = new Informer<KubernetesObject>({
+      name: `timeline-${name}`,
+      transport: this.#transport,
+      resource: { version: 'v1', plural: 'pods', namespace: NS },
+    });
+    const key = (p: KubernetesObject) => [p.metadata?.uid ?? '', p.metadata?.name ?? ''] as const;
+    this.#watch.addEventHandler({
+      onAdd: (p) => timeline.observe(name, p, ...key(p)),
+      onUpdate: (_old, p) => timeline.observe(name, p, ...key(p)),
+      onDelete: (p) => timeline.observe(name, undefined, ...key(p)),
+    });
+  }
+
+  /** A sandbox set up as the install does: CRD, namespaces, the operator's account and Service, webhooks. */
+  static async start(name: string, timeline: Timeline): Promise<Cluster> {
+    const t = await startTestSandbox({ simulateWorkloads: true, simulator: FAST_SIMULATOR });
+    const cluster = new Cluster(name, t, timeline);
+    await installCrd(t, parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition);
+    for (const ns of [NS, OPERATOR_NS])
+      await cluster.core.createNamespace({ body: { metadata: { name: ns } } });
+    await cluster.core.createNamespacedServiceAccount({
+      namespace: OPERATOR_NS,
+      body: { metadata: { name: SERVICE_ACCOUNT } },
+    });
+    await cluster.core.createNamespacedService({
+      namespace: OPERATOR_NS,
+      body: {
+        metadata: { name: WEBHOOK_SERVICE },
+        spec: { ports: [{ name: 'webhook', port: 443, targetPort: 9443 }] },
+      },
+    });
+    const admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
+    const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE };
+    await admission.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
+    await admission.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
+    await eventually(() => cluster.custom.listNamespacedCustomObject({ ...cluster.ref() }));
+    cluster.#watch.start(cluster.#stopWatch.signal);
+    await cluster.#watch.waitForSync();
+    return cluster;
+  }
+
+  ref(namespace = NS): { group: string; version: string; plural: string; namespace: string } {
+    return { group: GROUP, version: VERSION, plural: PLURAL, namespace };
+  }
+
+  /** `berth-operator run` in-process, as its service account, with the flags a deployment would pass. */
+  async startOperator(clusterId: string, centralUrl: string): Promise<void> {
+    const flags = parseFlags(runCommand, [
+      `--namespace=${OPERATOR_NS}`,
+      `--berth-api-server=${centralUrl}`,
+      `--cluster-id=${clusterId}`,
+      '--enable-workload-admission',
+      `--workload-operator-user=${OPERATOR_USER}`,
+      `--workload-operator-namespace=${OPERATOR_NS}`,
+      `--webhook-service-name=${WEBHOOK_SERVICE}`,
+      '--webhook-port=0',
+      '--health-probe-bind-address=0',
+      '--metrics-bind-address=0',
+      '--drain-window=0s',
+      '--graceful-shutdown-timeout=30s',
+      '--node-taint-guard=false',
+    ]);
+    const config = parseRunConfig(flags);
+    const features = parseFeatureConfigs(flags, OPERATOR_NS);
+    let ready!: () => void;
+    const isReady = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    const { manager } = buildOperator(config, {
+      kubeConfig: kubeConfigFrom(
+        this.t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig,
+      ),
+      namespace: OPERATOR_NS,
+      logger: silent(),
+      features,
+      onWebhookListening: (port) =>
+        this.t.sandbox.services.map(OPERATOR_NS, WEBHOOK_SERVICE, { host: '127.0.0.1', port }),
+      onLifecycle: (e) => {
+        if (e.step === 'ready') ready();
+      },
+    });
+    const done = manager.run();
+    await isReady;
+    await manager.elected;
+    // Admission works once the operator has put its CA into both configurations.
+    const admission = this.t.kc.makeApiClient(AdmissionregistrationV1Api);
+    await eventually(async () => {
+      const m = await admission.readMutatingWebhookConfiguration({ name: DEFAULT_CONFIGURATION_NAME });
+      const v = await admission.readValidatingWebhookConfiguration({ name: DEFAULT_CONFIGURATION_NAME });
+      return !!m.webhooks?.[0]?.clientConfig.caBundle && !!v.webhooks?.[0]?.clientConfig.caBundle;
+    });
+    let stopping: Promise<number> | undefined;
+    this.operator = {
+      manager,
+      stop: () => {
+        stopping ??= (async () => {
+          manager.stop('test');
+          const result = await done;
+          this.t.sandbox.services.unmap(OPERATOR_NS, WEBHOOK_SERVICE);
+          return result.exitCode;
+        })();
+        return stopping;
+      },
+    };
+  }
+
+  async stopOperator(): Promise<number> {
+    const code = (await this.operator?.stop()) ?? 0;
+    this.operator = undefined;
+    return code;
+  }
+
+  async createLease(name: string, namespace = NS): Promise<void> {
+    const spec = deploymentLease(APP, REPLICAS, {
+      leaseName: LEASE,
+      ttlSeconds: TTL_S,
+      heartbeatIntervalSeconds: HEARTBEAT_S,
+    });
+    await this.custom.createNamespacedCustomObject({
+      ...this.ref(namespace),
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'BerthLease', metadata: { name }, spec },
+    });
+  }
+
+  async lease(name: string, namespace = NS): Promise<BerthLease> {
+    return parseBerthLease(await this.custom.getNamespacedCustomObject({ ...this.ref(namespace), name }));
+  }
+
+  async stop(): Promise<void> {
+    await this.stopOperator();
+    this.#stopWatch.abort();
+    await this.#watch.stop();
+    await this.#transport.close();
+    await this.t.stop();
+  }
+}
+
+const timeline = new Timeline();
+let central: Central;
+const clusters = new Map<string, Cluster>();
+const idOf = (name: string): string => `cluster-${name}`;
+const clusterOf = (name: string): Cluster => {
+  const c = clusters.get(name);
+  if (c === undefined) throw new Error(`no cluster ${name}`);
+  return c;
+};
+const otherOf = (name: string): string => (name === 'east' ? 'west' : 'east');
+
+beforeAll(async () => {
+  central = await startCentral();
+  const [east, west] = await Promise.all([Cluster.start('east', timeline), Cluster.start('west', timeline)]);
+  clusters.set('east', east);
+  clusters.set('west', west);
+  await Promise.all([
+    east.startOperator(idOf('east'), central.url),
+    west.startOperator(idOf('west'), central.url),
+  ]);
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([...clusters.values()].map((c) => c.stop()));
+  await central?.stop();
+});
+
+const measured: Record<string, number> = {};
+
+describe('a managed Deployment guarded by one BerthLease in two clusters', () => {
+  it('runs its replicas in exactly one cluster at every instant, through a hand-over', async () => {
+    const t0 = performance.now();
+    for (const c of clusters.values()) {
+      await c.createLease(LEASE);
+      await c.apps.createNamespacedDeployment({
+        namespace: NS,
+        body: {
+          metadata: { name: APP },
+          spec: {
+            replicas: 0,
+            selector: { matchLabels: { app: APP } },
+            template: {
+              metadata: { labels: { app: APP } },
+              spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+            },
+          },
+        },
+      });
+    }
+
+    // 1. Exactly one cluster runs the replicas; the other shows it as the holder and runs none.
+    const holder = await until(() => timeline.soleRunner(REPLICAS), { timeoutMs: 20_000, intervalMs: 10 });
+    measured.firstRunningMs = performance.now() - t0;
+    const standby = otherOf(holder);
+    await eventually(
+      async () => {
+        const s = (await clusterOf(standby).lease(LEASE)).status;
+        return s?.leaseState === 'waiting' && s.currentHolder === idOf(holder);
+      },
+      { timeoutMs: 5_000 },
+    );
+    const holderLease = await clusterOf(holder).lease(LEASE);
+    expect(holderLease.status?.workload?.pods).toHaveLength(REPLICAS);
+
+    // 2. In the standby: a Pod created while the lease is held elsewhere stays gated; scaling up is refused.
+    const standbyCluster = clusterOf(standby);
+    const deployment = await standbyCluster.apps.readNamespacedDeployment({ namespace: NS, name: APP });
+    const late = await standbyCluster.core.createNamespacedPod({
+      namespace: NS,
+      body: {
+        metadata: {
+          name: 'late',
+          labels: { app: APP },
+          ownerReferences: [
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: APP,
+              uid: deployment.metadata?.uid ?? '',
+              controller: true,
+            },
+          ],
+        },
+        spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+      },
+    });
+    expect(late.spec?.schedulingGates).toEqual([{ name: GATE }]);
+    expect(
+      await rejection(
+        standbyCluster.apps.patchNamespacedDeployment(
+          { namespace: NS, name: APP, body: { spec: { replicas: 2 } } },
+          merge,
+        ),
+      ),
+    ).toBe(`${VALIDATE_DENIED}lease does not authorize workload activation`);
+    expect(
+      await rejection(
+        standbyCluster.core.patchNamespacedPod(
+          { namespace: NS, name: 'late', body: { spec: { schedulingGates: null } } },
+          merge,
+        ),
+      ),
+    ).toBe(`${VALIDATE_DENIED}only the operator may remove the Berth scheduling gate`);
+    // Three heartbeats later it is still gated, unbound, and the lease still waits.
+    const heldSince = performance.now();
+    await eventually(() => performance.now() - heldSince >= 3 * HEARTBEAT_S * 1000, {
+      timeoutMs: 5_000,
+      intervalMs: 100,
+    });
+    const stillLate = await standbyCluster.core.readNamespacedPod({ namespace: NS, name: 'late' });
+    expect(stillLate.spec?.schedulingGates).toEqual([{ name: GATE }]);
+    expect(stillLate.spec?.nodeName).toBeUndefined();
+    expect(timeline.first(standby, 'ungated')).toBeUndefined();
+    expect((await standbyCluster.lease(LEASE)).status?.workload?.pods).toBeUndefined();
+    await standbyCluster.core.deleteNamespacedPod({ namespace: NS, name: 'late', gracePeriodSeconds: 0 });
+
+    // 3. Stop the holder's operator: its Pods are drained and the lease released before the other
+    //    cluster's Pods are ungated.
+    const stoppedAt = performance.now();
+    expect(await clusterOf(holder).stopOperator()).toBe(0);
+    const stoppedOperatorMs = performance.now() - stoppedAt;
+    const next = await until(() => (timeline.soleRunner(REPLICAS) === standby ? standby : undefined), {
+      timeoutMs: 15_000,
+      intervalMs: 10,
+    });
+    const lastStopped = timeline.last(holder, 'stopped', stoppedAt);
+    const lastRemoved = timeline.last(holder, 'removed', stoppedAt);
+    const firstUngated = timeline.first(next, 'ungated', stoppedAt);
+    const firstRunning = timeline.first(next, 'running', stoppedAt);
+    expect(lastStopped && lastRemoved && firstUngated && firstRunning).toBeTruthy();
+    expect(lastRemoved?.at ?? Number.POSITIVE_INFINITY).toBeLessThan(firstUngated?.at ?? 0);
+    measured.drainedMs = (lastRemoved?.at ?? 0) - stoppedAt;
+    measured.operatorStopMs = stoppedOperatorMs;
+    measured.otherUngatedMs = (firstUngated?.at ?? 0) - stoppedAt;
+    measured.otherRunningMs = (firstRunning?.at ?? 0) - stoppedAt;
+    measured.gapMs = (firstUngated?.at ?? 0) - (lastRemoved?.at ?? 0);
+    // Released, not expired: the other cluster did not wait for the TTL.
+    expect(measured.otherRunningMs).toBeLessThan(TTL_S * 1000 + 2_000);
+    const released = await clusterOf(holder).lease(LEASE);
+    expect(released.status).toMatchObject({ leaseState: 'waiting', fencingToken: 0 });
+    expect(findCondition(released.status, 'Acquired')?.reason).toBe('Stopped');
+    expect(
+      (await clusterOf(holder).apps.readNamespacedDeployment({ namespace: NS, name: APP })).spec?.replicas,
+    ).toBe(0);
+
+    // 4. The stopped operator comes back: a standby behind the new holder, its cluster runs nothing.
+    await clusterOf(holder).startOperator(idOf(holder), central.url);
+    await eventually(
+      async () => {
+        const s = (await clusterOf(holder).lease(LEASE)).status;
+        return s?.leaseState === 'waiting' && s.currentHolder === idOf(next);
+      },
+      { timeoutMs: 5_000 },
+    );
+    expect(timeline.soleRunner(REPLICAS)).toBe(next);
+
+    // 5. A lease in the operator namespace is refused, with the exact message.
+    await clusterOf('east').createLease('in-operator-namespace', OPERATOR_NS);
+    const refused = await until(
+      async () => {
+        const c = findCondition(
+          (await clusterOf('east').lease('in-operator-namespace', OPERATOR_NS)).status,
+          'Acquired',
+        );
+        return c?.reason === 'AdmissionRequired' ? c : undefined;
+      },
+      { timeoutMs: 5_000 },
+    );
+    expect(refused).toMatchObject({
+      status: 'False',
+      message: 'workloads cannot be managed in the operator namespace',
+    });
+
+    // Never two clusters running replicas at once, over the whole run.
+    expect(timeline.violations).toEqual([]);
+    const gates = timeline.gateLatencies();
+    expect(gates.length).toBeGreaterThanOrEqual(2 * REPLICAS);
+    console.info(
+      `managed e2e (ttl ${TTL_S}s, heartbeat ${HEARTBEAT_S}s, ${REPLICAS} replicas): ${timeline.events.length} Pod events; ` +
+        `first replicas running after ${measured.firstRunningMs?.toFixed(0)}ms; on stopping the holder's operator: ` +
+        `its Pods drained after ${measured.drainedMs?.toFixed(0)}ms (operator stopped after ${measured.operatorStopMs?.toFixed(0)}ms), ` +
+        `the other cluster's first Pod ungated after ${measured.otherUngatedMs?.toFixed(0)}ms ` +
+        `(${measured.gapMs?.toFixed(0)}ms after the last drained Pod was gone), running after ${measured.otherRunningMs?.toFixed(0)}ms; ` +
+        `gate removal (creation to ungate, watch-observed) ${gates.map((g) => g.toFixed(0)).join('/')}ms`,
+    );
+  }, 120_000);
+});

@@ -1,0 +1,445 @@
+// Harness of the managed-workload tests: a sandbox "cluster" with the workload simulator (Deployment ->
+// ReplicaSet -> Pods, StatefulSet, CronJob -> Job -> Pods, a scheduler binding only ungated Pods through
+// pods/binding, kubelets), RBAC enforced with the operator's least-privilege rules (lease and managed),
+// the BerthLease CRD, and the operator's real WorkloadAdmission webhooks: an AdmissionServer over TLS
+// that the sandbox reaches through the configurations our builders make (caBundle of a throwaway CA),
+// the Service mapped to it. The operator is built from the real pieces — BerthLeaseController with
+// ManagedWorkloads, the HTTP lease client, the event recorder — authenticated as its service account.
+import { readFile } from 'node:fs/promises';
+import {
+  AdmissionregistrationV1Api,
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  type EventsV1Event,
+  type KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1CustomResourceDefinition,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { parse as parseYaml } from 'yaml';
+import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
+import { BerthLeaseController } from '../../../src/berth/controller.ts';
+import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
+import { parseBerthLease } from '../../../src/berth/leaseio.ts';
+import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
+import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
+import type { ManagedStandby } from '../../../src/berth/reconciler.ts';
+import { KubeTransport, readJson } from '../../../src/kube/client.ts';
+import type { Clock } from '../../../src/kube/clock.ts';
+import type { ReconcileContext } from '../../../src/kube/controller.ts';
+import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
+import { createLogger, type Logger } from '../../../src/observability/logger.ts';
+import { createRegistry } from '../../../src/observability/metrics.ts';
+import type { SimulatorOptions } from '../../../src/sandbox/index.ts';
+import {
+  mutatingWebhookConfiguration,
+  validatingWebhookConfiguration,
+} from '../../../webhooks/configurations.ts';
+import { AdmissionServer } from '../../../webhooks/server.ts';
+import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
+import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
+import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
+import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+import { RecordingLeaseClient } from '../berth/harness.ts';
+
+export const NS = 'team-a';
+export const OPERATOR_NS = 'berth-system';
+export const SERVICE_ACCOUNT = 'berth-operator';
+export const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:${SERVICE_ACCOUNT}`;
+export const WEBHOOK_SERVICE = 'berth-operator-webhook';
+export const GATE = 'berth.skaphos.io/lease-held';
+export const MANAGED_UID = 'berth.skaphos.io/managed-lease-uid';
+export const MANAGED_LEASE = 'berth.skaphos.io/managed-lease';
+export const STOP_FENCE = 'berth.skaphos.io/stop-fence';
+export const VALIDATE_DENIED = 'admission webhook "validate-workloads.berth.skaphos.io" denied the request: ';
+export const MUTATE_DENIED = 'admission webhook "mutate-workloads.berth.skaphos.io" denied the request: ';
+/**
+ * Installs the CRD as its YAML says, through a raw request: client-node's typed client would drop every
+ * `x-kubernetes-*` field (its model names them `x_kubernetes_*`), CEL rules included.
+ */
+export async function installCrd(t: TestSandbox, crd: V1CustomResourceDefinition): Promise<void> {
+  const transport = new KubeTransport(t.kc);
+  try {
+    await readJson(
+      await transport.request({
+        method: 'POST',
+        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+        body: crd,
+      }),
+    );
+  } finally {
+    await transport.close();
+  }
+}
+
+const CRD_PATH = new URL('../../../deploy/crds/berthlease.yaml', import.meta.url);
+
+/** Short simulator delays: Pods Ready 20 ms after binding, removed 100 ms into their grace. */
+export const FAST_SIMULATOR: SimulatorOptions = {
+  kubeletReadyDelayMs: 20,
+  terminationGraceMs: 100,
+  jobRunMs: 100,
+  retryBaseMs: 10,
+  retryMaxMs: 200,
+};
+
+export const silent = (): Logger => createLogger({ level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' });
+
+/** A managed Deployment lease: scale to `replicas` while held, to 0 on release. */
+export const deploymentLease = (
+  target: string,
+  replicas: number,
+  over: Partial<BerthLeaseSpec> = {},
+): BerthLeaseSpec => ({
+  leaseName: target,
+  holderIdentity: 'unused-with-cluster-id',
+  ttlSeconds: 30,
+  heartbeatIntervalSeconds: 10,
+  semantics: 'at-most-once',
+  target: { apiVersion: 'apps/v1', kind: 'Deployment', name: target },
+  acquireAction: { scale: { replicas } },
+  releaseAction: { scale: { replicas: 0 } },
+  ...over,
+});
+
+const errorBody = (err: unknown): string => {
+  const body = (err as { body?: unknown }).body;
+  if (typeof body === 'string') {
+    try {
+      return (JSON.parse(body) as { message?: string }).message ?? body;
+    } catch {
+      return body;
+    }
+  }
+  return err instanceof Error ? err.message : String(err);
+};
+
+/** `eventually` for a probe that yields a value once ready (undefined or false until then). */
+export async function until<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  opts: EventuallyOptions = {},
+): Promise<T> {
+  const value = await eventually(probe, opts);
+  if (value === undefined || value === false) throw new Error('until: no value');
+  return value;
+}
+
+/** The message of a rejected API call. */
+export async function rejection(call: Promise<unknown>): Promise<string> {
+  try {
+    await call;
+  } catch (err) {
+    return errorBody(err);
+  }
+  throw new Error('the call was not rejected');
+}
+
+export const isGated = (pod: V1Pod): boolean =>
+  (pod.spec?.schedulingGates ?? []).some((g) => g.name === GATE);
+export const isRunning = (pod: V1Pod): boolean =>
+  !!pod.spec?.nodeName && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
+
+export interface ClusterOptions {
+  rbac?: boolean;
+  simulator?: SimulatorOptions;
+}
+
+export class ManagedCluster {
+  readonly t: TestSandbox;
+  readonly name: string;
+  readonly custom: CustomObjectsApi;
+  readonly apps: AppsV1Api;
+  readonly batch: BatchV1Api;
+  readonly core: CoreV1Api;
+  readonly events: EventsV1Api;
+  #server: AdmissionServer | undefined;
+  #admission: KubeWorkloadAdmission | undefined;
+  readonly admissionRegistry: Registry = createRegistry({ defaultMetrics: false });
+
+  private constructor(t: TestSandbox, name: string) {
+    this.t = t;
+    this.name = name;
+    this.custom = t.kc.makeApiClient(CustomObjectsApi);
+    this.apps = t.kc.makeApiClient(AppsV1Api);
+    this.batch = t.kc.makeApiClient(BatchV1Api);
+    this.core = t.kc.makeApiClient(CoreV1Api);
+    this.events = t.kc.makeApiClient(EventsV1Api);
+  }
+
+  static async start(name: string, o: ClusterOptions = {}): Promise<ManagedCluster> {
+    const t = await startTestSandbox({
+      rbac: o.rbac ?? true,
+      simulateWorkloads: true,
+      simulator: {
+        ...(o.simulator ?? FAST_SIMULATOR),
+        // BERTH_TEST_LOGS=1 also shows the simulated controllers' failed reconciles (denials, conflicts).
+        ...(process.env.BERTH_TEST_LOGS
+          ? {
+              onError: (controller: string, key: string, error: unknown) =>
+                console.error(`simulator ${controller} ${key}: ${String(error)}`),
+            }
+          : {}),
+      },
+    });
+    const cluster = new ManagedCluster(t, name);
+    try {
+      const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
+      await installCrd(t, crd);
+      for (const ns of [NS, OPERATOR_NS])
+        await cluster.core.createNamespace({ body: { metadata: { name: ns } } });
+      const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
+      const [role, binding] = berthLeaseRbacObjects({
+        name: 'berth-operator',
+        serviceAccount: { namespace: OPERATOR_NS, name: SERVICE_ACCOUNT },
+        managedWorkloads: true,
+      });
+      await rbac.createClusterRole({ body: role });
+      await rbac.createClusterRoleBinding({ body: binding });
+      await eventually(async () => {
+        await cluster.custom.listNamespacedCustomObject({ ...cluster.ref() });
+        return true;
+      });
+      await cluster.startWebhooks();
+      return cluster;
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+  }
+
+  /** The operator's WorkloadAdmission, as its service account, behind the fail-closed configurations. */
+  async startWebhooks(): Promise<void> {
+    const pki = await testPki([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
+    this.#admission = kubeWorkloadAdmission({
+      kc: this.operatorKubeConfig(),
+      operatorUser: OPERATOR_USER,
+      registry: this.admissionRegistry,
+    });
+    this.#server = new AdmissionServer({
+      port: 0,
+      host: '127.0.0.1',
+      certificates: new SwappableCertificates(pki.pair),
+      handlers: this.#admission.handlers,
+      registry: this.admissionRegistry,
+    });
+    await this.#server.start();
+    this.t.sandbox.services.map(OPERATOR_NS, WEBHOOK_SERVICE, { host: '127.0.0.1', port: this.#server.port });
+    const configs = this.t.kc.makeApiClient(AdmissionregistrationV1Api);
+    const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE, caBundle: pki.caBundle };
+    await configs.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
+    await configs.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
+  }
+
+  ref(): { group: string; version: string; plural: string; namespace: string } {
+    return { group: GROUP, version: VERSION, plural: PLURAL, namespace: NS };
+  }
+
+  operatorKubeConfig(): KubeConfig {
+    return kubeConfigFrom(this.t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig);
+  }
+
+  async createLease(name: string, spec: BerthLeaseSpec, namespace = NS): Promise<BerthLease> {
+    const body = { apiVersion: `${GROUP}/${VERSION}`, kind: 'BerthLease', metadata: { name }, spec };
+    return parseBerthLease(
+      await this.custom.createNamespacedCustomObject({ ...this.ref(), namespace, body }),
+    );
+  }
+
+  async lease(name: string, namespace = NS): Promise<BerthLease | undefined> {
+    try {
+      return parseBerthLease(await this.custom.getNamespacedCustomObject({ ...this.ref(), namespace, name }));
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async mustLease(name: string, namespace = NS): Promise<BerthLease> {
+    const lease = await this.lease(name, namespace);
+    if (lease === undefined) throw new Error(`BerthLease ${namespace}/${name} not found in ${this.name}`);
+    return lease;
+  }
+
+  async deleteLease(name: string, namespace = NS): Promise<void> {
+    await this.custom.deleteNamespacedCustomObject({ ...this.ref(), namespace, name });
+  }
+
+  /** A Deployment (replicas as given) whose Pods carry `app=<name>`. */
+  async createDeployment(name: string, replicas: number, namespace = NS): Promise<void> {
+    const labels = { app: name };
+    await this.apps.createNamespacedDeployment({
+      namespace,
+      body: {
+        metadata: { name },
+        spec: {
+          replicas,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+          },
+        },
+      },
+    });
+  }
+
+  async replicas(name: string): Promise<number | undefined> {
+    return (await this.apps.readNamespacedDeployment({ namespace: NS, name })).spec?.replicas;
+  }
+
+  async pods(labelSelector: string, namespace = NS): Promise<V1Pod[]> {
+    return (await this.core.listNamespacedPod({ namespace, labelSelector })).items;
+  }
+
+  /** Events about a BerthLease, oldest first. */
+  async leaseEvents(name: string): Promise<EventsV1Event[]> {
+    const list = await this.events.listNamespacedEvent({ namespace: NS });
+    return list.items
+      .filter((e) => e.regarding?.kind === 'BerthLease' && e.regarding.name === name)
+      .sort((a, b) => String(a.eventTime).localeCompare(String(b.eventTime)));
+  }
+
+  /**
+   * Counts the operator's writes (update, patch) to a resource from now on: a fault rule that neither
+   * fails nor delays is only counted.
+   */
+  countOperatorWrites(resource: string, subresource?: string): () => number {
+    const handle = this.t.sandbox.faults.inject({
+      verbs: ['update', 'patch'],
+      resource,
+      ...(subresource === undefined ? {} : { subresource }),
+      user: OPERATOR_USER,
+    });
+    return () => handle.hits();
+  }
+
+  async stopWebhooks(): Promise<void> {
+    await this.#server?.close();
+    this.#server = undefined;
+    await this.#admission?.close();
+    this.#admission = undefined;
+  }
+
+  async stop(): Promise<void> {
+    await this.stopWebhooks();
+    await this.t.stop();
+  }
+}
+
+export interface ManagedOperatorOptions {
+  clusterId: string;
+  centralUrl: string;
+  /** Wraps the HTTP lease client (fault injection). */
+  leaseClient?: (inner: RecordingLeaseClient) => LeaseClient;
+  clock?: Clock;
+  managedStandby?: ManagedStandby;
+  handOverOnStop?: boolean;
+}
+
+export interface ManagedOperator {
+  controller: BerthLeaseController;
+  managed: ManagedWorkloads;
+  central: RecordingLeaseClient;
+  registry: Registry;
+  recorder: EventRecorder;
+  /** One reconcile of a lease, directly (no queue). */
+  reconcile(name: string, signal?: AbortSignal): ReturnType<BerthLeaseController['reconciler']['reconcile']>;
+  metric(name: string, labels?: Record<string, string>): Promise<number | undefined>;
+  /** A histogram's count and sum (seconds). */
+  histogram(name: string): Promise<{ count: number; sum: number }>;
+  /** Starts the BerthLease controller and the managed controllers (caches first). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperatorOptions): ManagedOperator {
+  const kc = cluster.operatorKubeConfig();
+  const transport = new KubeTransport(kc);
+  const registry = createRegistry({ defaultMetrics: false });
+  const logger = silent();
+  const recorder = new EventRecorder({
+    sink: eventSinkFor(kc),
+    reportingController: 'berth.skaphos.io/berth-operator',
+    reportingInstance: `berth-operator-${o.clusterId}`,
+    logger,
+  });
+  const central = new RecordingLeaseClient(new HttpLeaseClient({ baseUrl: o.centralUrl, logger }));
+  const leaseClient = o.leaseClient ? o.leaseClient(central) : central;
+  const managed = new ManagedWorkloads({
+    transport,
+    operatorNamespace: OPERATOR_NS,
+    recorder,
+    registry,
+    logger,
+    ...(o.clock ? { clock: o.clock } : {}),
+  });
+  const controller = new BerthLeaseController({
+    transport,
+    leaseClient,
+    clusterIdentity: o.clusterId,
+    operatorNamespace: OPERATOR_NS,
+    workloads: managed,
+    recorder,
+    registry,
+    logger,
+    ...(o.clock ? { clock: o.clock } : {}),
+    ...(o.managedStandby ? { managedStandby: o.managedStandby } : {}),
+    ...(o.handOverOnStop ? { handOverOnStop: true } : {}),
+  });
+  managed.attach(controller);
+  let started = false;
+  let stopped: Promise<void> | undefined;
+  return {
+    controller,
+    managed,
+    central,
+    registry,
+    recorder,
+    reconcile(name, signal) {
+      const ctx: ReconcileContext = {
+        signal: signal ?? new AbortController().signal,
+        log: logger,
+        reconcileID: 'test',
+        namespace: NS,
+        name,
+      };
+      return controller.reconciler.reconcile(`${NS}/${name}`, ctx);
+    },
+    async metric(name, labels = {}) {
+      const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+      const match = values.filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want));
+      return match.length === 0 ? undefined : match.reduce((sum, v) => sum + v.value, 0);
+    },
+    async histogram(name) {
+      const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+      const pick = (suffix: string): number =>
+        values
+          .filter((v) => (v as { metricName?: string }).metricName === `${name}${suffix}`)
+          .reduce((sum, v) => sum + v.value, 0);
+      return { count: pick('_count'), sum: pick('_sum') };
+    },
+    async start() {
+      started = true;
+      managed.startInformers();
+      await managed.waitForCaches();
+      await controller.start();
+      await managed.startControllers();
+    },
+    stop() {
+      stopped ??= (async () => {
+        if (started) {
+          await Promise.all([controller.stop(), managed.stopControllers()]);
+          await managed.stopCaches();
+        }
+        await recorder.flush();
+        central.inner.close();
+        await transport.close();
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,231 @@
+// The drain of stopAndRelease (spec §2.4) and the managed controllers' decisions (§2.7), pure and against
+// an in-memory API; the owner chain resolution; the per-lease lock.
+import { describe, expect, it } from 'vitest';
+import { resolveRoot } from '../../../src/berth/ancestry.ts';
+import { AdmissionMessage, MANAGED_LEASE, MANAGED_UID } from '../../../src/berth/api.ts';
+import { drainJobs, drainPods, isLeasePod, planPodDrain } from '../../../src/berth/drain.ts';
+import { KeyedLock } from '../../../src/berth/keyed-lock.ts';
+import { decideJob } from '../../../src/berth/managed-jobs.ts';
+import { decidePod } from '../../../src/berth/managed-pods.ts';
+import { closingTransition } from '../../../src/berth/managed-workloads.ts';
+import type { KubeObj } from '../../../src/berth/workload-io.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { deployment, LEASE_UID, managedLease, pod, replicaSet, T0, TARGET_UID } from './managed-fixtures.ts';
+import { conflictError, FakeWorkloadApi } from './workload-fakes.ts';
+
+const session = (lease = managedLease({ phase: 'Stopping' })) => ({
+  lease,
+  signal: new AbortController().signal,
+  log: createLogger({ level: 'silent' }),
+  now: () => T0,
+  stamp: () => ({ now: T0, generation: 1 }),
+  writeStatus: async () => lease,
+});
+
+describe('drainPods', () => {
+  it('counts registered Pods and Pods annotated with the lease UID, whatever their labels', () => {
+    const lease = managedLease({ pods: [{ name: 'registered', uid: 'uid-registered' }] });
+    const unlabelled = pod('registered', { annotations: {} });
+    unlabelled.metadata.labels = {};
+    expect(isLeasePod(lease, unlabelled)).toBe(true);
+    expect(isLeasePod(lease, pod('annotated'))).toBe(true);
+    expect(isLeasePod(lease, pod('foreign', { annotations: { [MANAGED_UID]: 'other' } }))).toBe(false);
+    // A Pod reusing a registered name with another UID is not the registered one.
+    const reused = pod('registered', { annotations: {} });
+    reused.metadata.uid = 'new';
+    expect(isLeasePod(lease, reused)).toBe(false);
+  });
+
+  it('deletes every Pod of the lease not yet deleting (gated and Pending too); done when all are terminal or gone', () => {
+    const lease = managedLease();
+    const plan = planPodDrain(lease, [
+      pod('gated'),
+      pod('running', { gated: false, phase: 'Running' }),
+      pod('terminating', { gated: false, phase: 'Running', deleting: true }),
+      pod('finished', { gated: false, phase: 'Succeeded' }),
+      pod('foreign', { annotations: {} }),
+    ]);
+    expect(plan.delete.map((p) => p.metadata.name)).toEqual(['gated', 'running', 'finished']);
+    expect(plan.remaining.map((p) => p.metadata.name)).toEqual(['gated', 'running', 'terminating']);
+  });
+
+  it('deletes with the UID precondition and reports progress', async () => {
+    const api = new FakeWorkloadApi();
+    api.put('Pod', pod('a', { gated: false, phase: 'Running' }));
+    api.put('Pod', pod('b'));
+    const first = await drainPods(session(), api);
+    expect(first).toEqual({ done: false, deleted: 2, remaining: 2 });
+    expect(api.calls).toEqual(['list Pod', 'delete Pod/a', 'delete Pod/b']);
+    expect(await drainPods(session(), api)).toEqual({ done: true, deleted: 0, remaining: 0 });
+  });
+});
+
+describe('drainJobs', () => {
+  const job = (name: string, suspend: boolean | undefined): KubeObj => ({
+    metadata: {
+      name,
+      uid: `uid-${name}`,
+      labels: { [MANAGED_UID]: LEASE_UID },
+      annotations: { [MANAGED_UID]: LEASE_UID },
+    },
+    spec: suspend === undefined ? {} : { suspend },
+  });
+
+  it('suspends, then deletes every managed Job; done once none is listed', async () => {
+    const api = new FakeWorkloadApi();
+    api.put('Job', job('j1', false));
+    api.put('Job', job('j2', true));
+    api.failures.set('patch Job/j1', [conflictError()]);
+    expect(await drainJobs(session(), api)).toEqual({ done: true, deleted: 2, remaining: 0 });
+    expect(api.calls.filter((c) => !c.startsWith('list') && !c.startsWith('get'))).toEqual([
+      'patch Job/j1',
+      'patch Job/j1',
+      'delete Job/j1',
+      'delete Job/j2',
+    ]);
+  });
+});
+
+describe('decidePod and decideJob (managed-pods, managed-jobs)', () => {
+  const active = managedLease();
+  it('removes objects of a lease that is gone, replaced, deleting or stopping', () => {
+    expect(decidePod(pod('a'), undefined, T0)).toEqual({
+      kind: 'delete',
+      reason: 'lease-gone',
+      nudge: false,
+    });
+    const replaced = managedLease();
+    replaced.metadata.uid = 'new-uid';
+    expect(decidePod(pod('a'), replaced, T0)).toMatchObject({ reason: 'lease-replaced' });
+    expect(decidePod(pod('a'), managedLease({}, { deleting: true }), T0)).toMatchObject({
+      reason: 'lease-deleting',
+      nudge: true,
+    });
+    expect(decidePod(pod('a'), managedLease({ phase: 'Stopping' }), T0)).toMatchObject({
+      reason: 'lease-stopping',
+      nudge: true,
+    });
+    expect(decideJob(pod('a'), managedLease({ phase: 'Stopping' }))).toMatchObject({
+      kind: 'remove',
+      reason: 'lease-stopping',
+    });
+    expect(decideJob(pod('a'), active)).toEqual({ kind: 'ignore' });
+  });
+
+  it('leaves Pods of an inactive lease gated and hands gated Pods of an active one to permitting', () => {
+    expect(decidePod(pod('a'), managedLease({ phase: '' }), T0)).toEqual({ kind: 'wait' });
+    expect(decidePod(pod('a'), active, T0 + 31_000)).toEqual({ kind: 'wait' });
+    expect(decidePod(pod('a'), active, T0)).toEqual({ kind: 'permit' });
+    const running = managedLease({ pods: [{ name: 'a', uid: 'uid-a' }] });
+    expect(decidePod(pod('a', { gated: false }), running, T0)).toEqual({ kind: 'ignore' });
+    expect(decidePod(pod('a', { annotations: {} }), active, T0)).toEqual({ kind: 'ignore' });
+  });
+
+  it('re-examines a lease’s objects when it starts closing, is deleted or replaced — not on heartbeats', () => {
+    const a = managedLease();
+    const later = managedLease({ deadline: '2026-09-07T09:01:00Z' });
+    expect(closingTransition(a, later)).toBe(false);
+    expect(closingTransition(a, managedLease({ phase: 'Stopping' }))).toBe(true);
+    expect(closingTransition(managedLease({ phase: 'Stopping' }), managedLease({ phase: 'Stopping' }))).toBe(
+      false,
+    );
+    expect(closingTransition(a, managedLease({}, { deleting: true }))).toBe(true);
+    expect(closingTransition(a, undefined)).toBe(true);
+    expect(closingTransition(undefined, a)).toBe(true);
+    const replaced = managedLease();
+    replaced.metadata.uid = 'other';
+    expect(closingTransition(a, replaced)).toBe(true);
+  });
+});
+
+describe('resolveRoot', () => {
+  const api = new FakeWorkloadApi();
+  api.put('Deployment', deployment(3));
+  api.put('ReplicaSet', replicaSet());
+  const get = (kind: Parameters<FakeWorkloadApi['get']>[0], name: string) => api.get(kind, 'team-a', name);
+
+  it('follows controller owners to the target', async () => {
+    expect(await resolveRoot(pod('a'), 'Pod', get)).toEqual({
+      kind: 'Deployment',
+      apiVersion: 'apps/v1',
+      name: 'web',
+      uid: TARGET_UID,
+    });
+  });
+
+  it('fails on a missing or replaced parent and on a chain too deep, with the webhook’s messages', async () => {
+    await expect(resolveRoot(pod('a', { rs: 'other' }), 'Pod', get)).rejects.toThrow(
+      AdmissionMessage.ownerUIDChanged,
+    );
+    const orphan = pod('b');
+    orphan.metadata.ownerReferences = [
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'ghost', uid: 'g', controller: true },
+    ];
+    await expect(resolveRoot(orphan, 'Pod', get)).rejects.toThrow(
+      'resolve controller owner: replicasets.apps "ghost" not found',
+    );
+    const loop = new FakeWorkloadApi();
+    const rs = replicaSet({
+      uid: 'loop',
+      ownerReferences: [
+        { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-abc', uid: 'loop', controller: true },
+      ],
+    });
+    loop.put('ReplicaSet', rs);
+    const looped = pod('c', { rs: 'loop' });
+    await expect(resolveRoot(looped, 'Pod', (k, n) => loop.get(k, 'team-a', n))).rejects.toThrow(
+      AdmissionMessage.ownerChainTooDeep,
+    );
+  });
+
+  it('a Pod without a controller owner is its own root', async () => {
+    const bare = pod('d');
+    bare.metadata.ownerReferences = [];
+    bare.metadata.annotations = { [MANAGED_LEASE]: 'web' };
+    expect((await resolveRoot(bare, 'Pod', get)).kind).toBe('Pod');
+  });
+});
+
+describe('KeyedLock', () => {
+  it('serializes work per key, in arrival order, and lets other keys run', async () => {
+    const lock = new KeyedLock();
+    const order: string[] = [];
+    let releaseFirst!: () => void;
+    const first = lock.run('a', async () => {
+      order.push('a1 start');
+      await new Promise<void>((resolve) => {
+        releaseFirst = resolve;
+      });
+      order.push('a1 end');
+    });
+    const second = lock.run('a', async () => {
+      order.push('a2');
+    });
+    await lock.run('b', async () => {
+      order.push('b');
+    });
+    releaseFirst();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['a1 start', 'b', 'a1 end', 'a2']);
+    expect(lock.size).toBe(0);
+  });
+
+  it('a waiter whose signal aborts leaves the line; the next one still waits for the holder', async () => {
+    const lock = new KeyedLock();
+    let release!: () => void;
+    const holder = lock.run('k', () => new Promise<void>((resolve) => (release = resolve)));
+    const aborted = new AbortController();
+    const gaveUp = lock.run('k', async () => 'never', aborted.signal);
+    let third = false;
+    const next = lock.run('k', async () => {
+      third = true;
+    });
+    aborted.abort(new Error('timeout'));
+    await expect(gaveUp).rejects.toThrow('timeout');
+    await Promise.resolve();
+    expect(third).toBe(false);
+    release();
+    await Promise.all([holder, next]);
+    expect(third).toBe(true);
+  });
+});
