@@ -295,13 +295,18 @@ export class AdmissionServer {
       app.route({
         method: 'POST',
         url: handler.path,
-        onRequest: async (request) => {
+        onRequest: async (request, reply) => {
           this.#states.set(request, {
             webhook: handler.path,
             started: process.hrtime.bigint(),
             finished: false,
           });
           this.#metrics.inFlight.inc({ webhook: handler.path });
+          // Fastify's onRequestAbort misses a client that leaves after its body arrived, while the
+          // review is pending; the response's close event comes in every case.
+          reply.raw.once('close', () =>
+            this.#finish(request, reply.raw.writableFinished ? reply.statusCode : 499),
+          );
         },
         onResponse: async (request, reply) => this.#finish(request, reply.statusCode),
         onRequestAbort: async (request) => this.#finish(request, 499),

@@ -23,7 +23,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { testPostgres } from '../integration/central/postgres.ts';
 
 /** `berth-operator sandbox` in a child process; resolves once its kubeconfig is written. */
-async function sandboxProcess(): Promise<{ kc: KubeConfig; stop(): Promise<void> }> {
+export async function sandboxProcess(): Promise<{ kc: KubeConfig; stop(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-bench-sandbox-'));
   const kubeconfig = join(dir, 'kubeconfig');
   const child = spawn(

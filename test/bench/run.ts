@@ -1,15 +1,49 @@
 // `npm run bench [-- --quick] [-- --only <name>]`: progress on stderr, one JSON document on stdout.
 // Every figure names its unit; every benchmark reports the baseline measured in the same run.
-import { cpus } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { benchAdmission } from './admission.ts';
 import { benchCentral } from './central.ts';
+import { benchLeases } from './leases.ts';
+import { benchNodeTaint } from './nodetaint.ts';
 import { benchSandbox } from './sandbox.ts';
 
 interface Benchmark {
   name: string;
-  run(quick: boolean, log: (msg: string) => void): Promise<Record<string, number>>;
+  run(quick: boolean, log: (msg: string) => void): Promise<Record<string, number | string | boolean>>;
 }
 
 const BENCHMARKS: Benchmark[] = [
+  {
+    name: 'admission',
+    run: (quick, log) =>
+      benchAdmission(
+        quick
+          ? { connections: [1, 16], warmupSeconds: 0, durationSeconds: 1 }
+          : { connections: [1, 16, 64], warmupSeconds: 2, durationSeconds: 10 },
+        log,
+      ),
+  },
+  {
+    name: 'leases',
+    run: (quick, log) =>
+      benchLeases(
+        // --quick: a 2 s heartbeat so a steady-state window fits; full: the default 10 s / 30 s TTL.
+        quick
+          ? { sizes: [100], heartbeatSeconds: 2, ttlSeconds: 10, heartbeats: 2 }
+          : { sizes: [100, 1_000], heartbeatSeconds: 10, ttlSeconds: 30, heartbeats: 3 },
+        log,
+      ),
+  },
+  {
+    name: 'nodetaint',
+    run: (quick, log) =>
+      benchNodeTaint(
+        quick
+          ? { nodes: 1_000, graceMs: 1_000, steadySeconds: 2 }
+          : { nodes: 5_000, graceMs: 1_000, steadySeconds: 10 },
+        log,
+      ),
+  },
   {
     name: 'sandbox',
     run: (quick, log) =>
@@ -42,12 +76,31 @@ const { quick, only } = parseArgs(process.argv.slice(2));
 const log = (msg: string): void => {
   process.stderr.write(`${msg}\n`);
 };
-const results: Record<string, Record<string, number>> = {};
+const results: Record<string, Record<string, number | string | boolean>> = {};
+const loadBefore = loadavg();
+const started = performance.now();
 for (const bench of BENCHMARKS) {
   if (only && bench.name !== only) continue;
   log(`bench: ${bench.name}${quick ? ' (quick)' : ''}`);
   results[bench.name] = await bench.run(quick, log);
 }
 process.stdout.write(
-  `${JSON.stringify({ machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version }, quick, results }, null, 2)}\n`,
+  `${JSON.stringify(
+    {
+      machine: {
+        cpus: cpus().length,
+        cpu: cpus()[0]?.model,
+        memory_gib: totalmem() / 1024 ** 3,
+        node: process.version,
+        load_average_1m_before: loadBefore[0],
+        load_average_5m_before: loadBefore[1],
+        load_average_1m_after: loadavg()[0],
+      },
+      quick,
+      wall_seconds: (performance.now() - started) / 1000,
+      results,
+    },
+    null,
+    2,
+  )}\n`,
 );

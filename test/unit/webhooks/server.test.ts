@@ -438,6 +438,31 @@ describe('metrics', () => {
   });
 });
 
+describe('client disconnects', () => {
+  it('finishes the metrics of a review whose client went away while it was pending', async () => {
+    const { server, registry } = await startServer();
+    const payload = body('held');
+    const socket = connect({ port: server.port, host: '127.0.0.1', ca: pki.caCert, servername: 'localhost' });
+    await new Promise<void>((resolve) => socket.once('secureConnect', () => resolve()));
+    socket.write(
+      `POST /review HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+    );
+    await started.promise;
+    socket.destroy();
+    await eventually(async () =>
+      expect(
+        await metric(registry, 'controller_runtime_webhook_requests_in_flight', { webhook: '/review' }),
+      ).toBe(0),
+    );
+    expect(
+      await metric(registry, 'controller_runtime_webhook_requests_total', {
+        webhook: '/review',
+        code: '499',
+      }),
+    ).toBe(1);
+  });
+});
+
 describe('certificates', () => {
   it('hot-swaps the serving certificate without dropping open connections', async () => {
     const { server, certs } = await startServer();
