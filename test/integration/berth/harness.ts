@@ -336,21 +336,12 @@ export function createOperator(cluster: Cluster, o: OperatorOptions): Operator {
     central,
     registry,
     recorder,
-    reconcile(name, signal) {
-      const ctx: ReconcileContext = {
-        signal: signal ?? new AbortController().signal,
-        log: logger,
-        reconcileID: 'test',
-        namespace: LEASE_NS,
-        name,
-      };
-      return controller.reconciler.reconcile(`${LEASE_NS}/${name}`, ctx);
-    },
-    async metric(name, labels = {}) {
-      const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
-      const match = values.filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want));
-      return match.length === 0 ? undefined : match.reduce((sum, v) => sum + v.value, 0);
-    },
+    reconcile: (name, signal) =>
+      controller.reconciler.reconcile(
+        `${LEASE_NS}/${name}`,
+        reconcileContext(LEASE_NS, name, logger, signal),
+      ),
+    metric: (name, labels = {}) => sumMetric(registry, name, labels),
     async start() {
       started = true;
       await controller.start();
@@ -365,4 +356,25 @@ export function createOperator(cluster: Cluster, o: OperatorOptions): Operator {
       return stopped;
     },
   };
+}
+
+/** The sum of a metric's samples matching the labels, or undefined when none match. */
+export async function sumMetric(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
+  const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+  const match = values.filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want));
+  return match.length === 0 ? undefined : match.reduce((sum, v) => sum + v.value, 0);
+}
+
+/** What the Controller hands a reconcile, for calling a reconciler directly in a test. */
+export function reconcileContext(
+  namespace: string,
+  name: string,
+  log: Logger,
+  signal?: AbortSignal,
+): ReconcileContext {
+  return { signal: signal ?? new AbortController().signal, log, reconcileID: 'test', namespace, name };
 }

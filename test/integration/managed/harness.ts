@@ -30,7 +30,6 @@ import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
 import type { ManagedStandby } from '../../../src/berth/reconciler.ts';
 import { KubeTransport, readJson } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
-import type { ReconcileContext } from '../../../src/kube/controller.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
@@ -44,7 +43,7 @@ import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webh
 import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
 import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
-import { RecordingLeaseClient } from '../berth/harness.ts';
+import { RecordingLeaseClient, reconcileContext, sumMetric } from '../berth/harness.ts';
 
 export const NS = 'team-a';
 export const OPERATOR_NS = 'berth-system';
@@ -399,21 +398,9 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
     central,
     registry,
     recorder,
-    reconcile(name, signal) {
-      const ctx: ReconcileContext = {
-        signal: signal ?? new AbortController().signal,
-        log: logger,
-        reconcileID: 'test',
-        namespace: NS,
-        name,
-      };
-      return controller.reconciler.reconcile(`${NS}/${name}`, ctx);
-    },
-    async metric(name, labels = {}) {
-      const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
-      const match = values.filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want));
-      return match.length === 0 ? undefined : match.reduce((sum, v) => sum + v.value, 0);
-    },
+    reconcile: (name, signal) =>
+      controller.reconciler.reconcile(`${NS}/${name}`, reconcileContext(NS, name, logger, signal)),
+    metric: (name, labels = {}) => sumMetric(registry, name, labels),
     async histogram(name) {
       const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
       const pick = (suffix: string): number =>

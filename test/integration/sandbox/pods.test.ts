@@ -1,11 +1,5 @@
 // Pod rules of kube-apiserver that the operator relies on: scheduling gates, binding, immutability.
-import {
-  ApiException,
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiFailure, jsonPatch, mergePatch } from '../../helpers/api.ts';
 import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
