@@ -3,15 +3,14 @@
 // the embedded central lease server, and the operator (webhooks and controllers) talking to both through
 // ordinary clients, exactly as it would to a real cluster.
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { parse as parseYaml } from 'yaml';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../webhooks/configurations.ts';
+import { installBerthLeaseCrd } from './berth/crd.ts';
 import { type CentralServer, startCentralServer } from './central/server.ts';
 import { type CommandSpec, type FlagValues, parseFlags } from './cli.ts';
 import { parseRunConfig } from './config.ts';
-import { KubeTransport, readJson } from './kube/client.ts';
 import type { Manager } from './kube/manager.ts';
 import { createLogger, type LogLevel } from './observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from './run.ts';
@@ -21,7 +20,6 @@ import { type Sandbox, startSandbox } from './sandbox/index.ts';
 export const OPERATOR_NAMESPACE = 'berth-system';
 export const OPERATOR_SERVICE_ACCOUNT = 'berth-operator';
 const WEBHOOK_SERVICE = 'berth-operator-webhook';
-const CRD_PATH = new URL('../deploy/crds/berthlease.yaml', import.meta.url);
 
 export const sandboxWithOperatorCommand: CommandSpec = {
   ...sandboxCommand,
@@ -75,26 +73,6 @@ function kubeConfigFromYaml(yaml: string): KubeConfig {
   return kc;
 }
 
-/**
- * Installs the CRD exactly as its YAML says, through a raw request: client-node's typed client would drop
- * every `x-kubernetes-*` field (its model names them `x_kubernetes_*`), the CEL rules included.
- */
-async function installCrd(sandbox: Sandbox): Promise<void> {
-  const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as unknown;
-  const transport = new KubeTransport(kubeConfigFromYaml(sandbox.kubeconfig));
-  try {
-    await readJson(
-      await transport.request({
-        method: 'POST',
-        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-        body: crd,
-      }),
-    );
-  } finally {
-    transport.close();
-  }
-}
-
 async function installOperatorNamespace(sandbox: Sandbox): Promise<void> {
   const core = kubeConfigFromYaml(sandbox.kubeconfig).makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: OPERATOR_NAMESPACE } } });
@@ -134,7 +112,7 @@ export async function startEmbeddedSystem(options: EmbeddedOptions): Promise<Emb
   });
   let central: CentralServer | undefined;
   try {
-    await installCrd(sandbox);
+    await installBerthLeaseCrd(kubeConfigFromYaml(sandbox.kubeconfig));
     await installOperatorNamespace(sandbox);
     await installWebhookConfigurations(sandbox);
     central = await startCentralServer({ logger: logger.child({ component: 'central' }) });

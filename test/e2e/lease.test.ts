@@ -1,14 +1,13 @@
 // The lease-only scenario against a real cluster (E2E_KUBECONFIG): the operator runs out of cluster with
 // the cluster's kubeconfig and an embedded central lease server on this machine, installs nothing but the
 // BerthLease CRD (if missing) and a throwaway namespace, and removes what it created.
-import { readFile } from 'node:fs/promises';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
 import { parseFlags } from '../../src/cli.ts';
 import { parseRunConfig } from '../../src/config.ts';
-import { isAlreadyExists, isNotFound, KubeTransport, readJson } from '../../src/kube/client.ts';
+import { isNotFound } from '../../src/kube/client.ts';
 import type { Manager } from '../../src/kube/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from '../../src/run.ts';
@@ -30,24 +29,7 @@ describe.skipIf(!KUBECONFIG)('lease-only BerthLease on a real cluster', () => {
   beforeAll(async () => {
     kc = new KubeConfig();
     kc.loadFromFile(KUBECONFIG!);
-    const transport = new KubeTransport(kc);
-    try {
-      // Raw request: the typed client would drop the CRD's x-kubernetes-validations.
-      const crd = parseYaml(
-        await readFile(new URL('../../deploy/crds/berthlease.yaml', import.meta.url), 'utf8'),
-      );
-      await readJson(
-        await transport.request({
-          method: 'POST',
-          path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-          body: crd,
-        }),
-      );
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    } finally {
-      transport.close();
-    }
+    await installBerthLeaseCrd(kc, { ifAbsent: true });
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
     central = await startCentralServer();
     const flags = parseFlags(runCommand, [

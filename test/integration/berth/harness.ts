@@ -1,8 +1,3 @@
-// Integration harness of the BerthLease controller: a sandbox "cluster" with the CRD installed and the
-// operator's least-privilege RBAC (the sandbox enforces it), the embedded central lease server over
-// real HTTP with a store whose outage tests can switch on and off, and an operator built from the real
-// pieces (informer, controller, reconciler, HTTP lease client, event recorder) as its service account.
-import { readFile } from 'node:fs/promises';
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -10,12 +5,11 @@ import {
   type EventsV1Event,
   type KubeConfig,
   RbacAuthorizationV1Api,
-  type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import { parse as parseYaml } from 'yaml';
 import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
+import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import {
   type AcquireResult,
   HttpLeaseClient,
@@ -28,7 +22,7 @@ import { MemoryStore } from '../../../src/central/memstore.ts';
 import type { LeaseKey, LeaseRecord } from '../../../src/central/record.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import type { Store } from '../../../src/central/store.ts';
-import { KubeTransport, readJson } from '../../../src/kube/client.ts';
+import { KubeTransport } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import type { ReconcileContext } from '../../../src/kube/controller.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
@@ -41,26 +35,6 @@ export const LEASE_NS = 'team-a';
 export const OPERATOR_NS = 'berth-system';
 export const SERVICE_ACCOUNT = 'berth-operator';
 export const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:${SERVICE_ACCOUNT}`;
-/**
- * Installs the CRD as its YAML says, through a raw request: client-node's typed client would drop every
- * `x-kubernetes-*` field (its model names them `x_kubernetes_*`), CEL rules included.
- */
-export async function installCrd(t: TestSandbox, crd: V1CustomResourceDefinition): Promise<void> {
-  const transport = new KubeTransport(t.kc);
-  try {
-    await readJson(
-      await transport.request({
-        method: 'POST',
-        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-        body: crd,
-      }),
-    );
-  } finally {
-    await transport.close();
-  }
-}
-
-const CRD_PATH = new URL('../../../deploy/crds/berthlease.yaml', import.meta.url);
 
 export const spec = (over: Partial<BerthLeaseSpec> = {}): BerthLeaseSpec => ({
   leaseName: 'shared',
@@ -90,8 +64,7 @@ export class Cluster {
   static async start(name = 'cluster'): Promise<Cluster> {
     const t = await startTestSandbox({ rbac: true });
     try {
-      const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
-      await installCrd(t, crd);
+      await installBerthLeaseCrd(t.kc);
       const core = t.kc.makeApiClient(CoreV1Api);
       for (const ns of [LEASE_NS, OPERATOR_NS])
         await core.createNamespace({ body: { metadata: { name: ns } } });

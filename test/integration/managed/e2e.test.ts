@@ -1,19 +1,3 @@
-// End to end, managed: two sandboxes with the workload simulator ("clusters" east and west), each running
-// the whole operator as `berth-operator run` builds it (buildOperator with the real flags: workload
-// admission on, selfsigned webhook certificates with the caBundle kept by the operator, the BerthLease
-// controller with the managed path), and one embedded central lease server. The same BerthLease and the
-// Deployment it guards are applied to both clusters.
-//
-// A timeline fed by a Pod watch on each cluster checks, at every Pod event, that at most one cluster runs
-// replicas (a running replica: bound by the scheduler, not finished, not yet removed — a terminating Pod
-// still runs), and in steady state exactly one cluster runs all of them. Then:
-// - in the standby cluster, a Pod created while the lease is held elsewhere stays gated (and a scale-up
-//   of the standby's Deployment is refused);
-// - stopping the holder's operator hands the workload over: its Pods are drained, then released
-//   centrally, and only then are the other cluster's Pods ungated;
-// - the stopped operator comes back as a standby;
-// - a lease in the operator namespace is refused with the exact message.
-import { readFile } from 'node:fs/promises';
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
@@ -22,11 +6,10 @@ import {
   type KubernetesObject,
   PatchStrategy,
   setHeaderOptions,
-  type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
 import { type BerthLease, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
+import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { findCondition } from '../../../src/berth/status.ts';
 import { parseFlags } from '../../../src/cli.ts';
@@ -47,7 +30,6 @@ import {
   deploymentLease,
   FAST_SIMULATOR,
   GATE,
-  installCrd,
   NS,
   OPERATOR_NS,
   OPERATOR_USER,
@@ -64,7 +46,6 @@ const HEARTBEAT_S = 1;
 const REPLICAS = 2;
 const LEASE = 'singleton';
 const APP = 'app';
-const CRD_PATH = new URL('../../../deploy/crds/berthlease.yaml', import.meta.url);
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 interface PodState {
@@ -188,7 +169,7 @@ class Cluster {
   static async start(name: string, timeline: Timeline): Promise<Cluster> {
     const t = await startTestSandbox({ simulateWorkloads: true, simulator: FAST_SIMULATOR });
     const cluster = new Cluster(name, t, timeline);
-    await installCrd(t, parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition);
+    await installBerthLeaseCrd(t.kc);
     for (const ns of [NS, OPERATOR_NS])
       await cluster.core.createNamespace({ body: { metadata: { name: ns } } });
     await cluster.core.createNamespacedServiceAccount({

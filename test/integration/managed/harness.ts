@@ -1,11 +1,3 @@
-// Harness of the managed-workload tests: a sandbox "cluster" with the workload simulator (Deployment ->
-// ReplicaSet -> Pods, StatefulSet, CronJob -> Job -> Pods, a scheduler binding only ungated Pods through
-// pods/binding, kubelets), RBAC enforced with the operator's least-privilege rules (lease and managed),
-// the BerthLease CRD, and the operator's real WorkloadAdmission webhooks: an AdmissionServer over TLS
-// that the sandbox reaches through the configurations our builders make (caBundle of a throwaway CA),
-// the Service mapped to it. The operator is built from the real pieces — BerthLeaseController with
-// ManagedWorkloads, the HTTP lease client, the event recorder — authenticated as its service account.
-import { readFile } from 'node:fs/promises';
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
@@ -16,19 +8,18 @@ import {
   type EventsV1Event,
   type KubeConfig,
   RbacAuthorizationV1Api,
-  type V1CustomResourceDefinition,
   type V1Pod,
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import { parse as parseYaml } from 'yaml';
 import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
+import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
 import type { ManagedStandby } from '../../../src/berth/reconciler.ts';
-import { KubeTransport, readJson } from '../../../src/kube/client.ts';
+import { KubeTransport } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
@@ -56,26 +47,6 @@ export const MANAGED_LEASE = 'berth.skaphos.io/managed-lease';
 export const STOP_FENCE = 'berth.skaphos.io/stop-fence';
 export const VALIDATE_DENIED = 'admission webhook "validate-workloads.berth.skaphos.io" denied the request: ';
 export const MUTATE_DENIED = 'admission webhook "mutate-workloads.berth.skaphos.io" denied the request: ';
-/**
- * Installs the CRD as its YAML says, through a raw request: client-node's typed client would drop every
- * `x-kubernetes-*` field (its model names them `x_kubernetes_*`), CEL rules included.
- */
-export async function installCrd(t: TestSandbox, crd: V1CustomResourceDefinition): Promise<void> {
-  const transport = new KubeTransport(t.kc);
-  try {
-    await readJson(
-      await transport.request({
-        method: 'POST',
-        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-        body: crd,
-      }),
-    );
-  } finally {
-    await transport.close();
-  }
-}
-
-const CRD_PATH = new URL('../../../deploy/crds/berthlease.yaml', import.meta.url);
 
 /** Short simulator delays: Pods Ready 20 ms after binding, removed 100 ms into their grace. */
 export const FAST_SIMULATOR: SimulatorOptions = {
@@ -186,8 +157,7 @@ export class ManagedCluster {
     });
     const cluster = new ManagedCluster(t, name);
     try {
-      const crd = parseYaml(await readFile(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
-      await installCrd(t, crd);
+      await installBerthLeaseCrd(t.kc);
       for (const ns of [NS, OPERATOR_NS])
         await cluster.core.createNamespace({ body: { metadata: { name: ns } } });
       const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
