@@ -1,21 +1,15 @@
-// WorkloadAdmission end to end: the sandbox API server calls our admission server over TLS (caBundle
-// verified for berth-operator-webhook.berth-system.svc) through the configurations our builders make,
-// for writes made with client-node and kubectl as different users.
-import { readFile } from 'node:fs/promises';
 import {
   AdmissionregistrationV1Api,
   type ApiException,
-  ApiextensionsV1Api,
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  type V1CustomResourceDefinition,
   type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { KubeTransport } from '../../../src/kube/client.ts';
 import {
   mutatingWebhookConfiguration,
@@ -58,10 +52,7 @@ let hasKubectl = false;
 const params = (caBundle: string) => ({ namespace: OPERATOR_NS, serviceName: SERVICE, caBundle });
 
 async function installCrd(): Promise<void> {
-  const crd = parseYaml(
-    await readFile(new URL('../../../deploy/crds/berthlease.yaml', import.meta.url), 'utf8'),
-  ) as V1CustomResourceDefinition;
-  await t.kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
+  await installBerthLeaseCrd(t.kc);
   await eventually(() =>
     custom.listNamespacedCustomObject({
       group: GROUP,
