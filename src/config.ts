@@ -134,6 +134,15 @@ export const RUN_FLAGS = {
     help: 'After readiness drops on shutdown, how long the webhooks keep serving while endpoints update',
     schema: z.number().nonnegative('must not be negative'),
   },
+  // 6 s: a candidate looks at the Lease every retry period plus up to 1.2x jitter (4.4 s with the 2 s
+  // default), so one that is up when the leader releases takes the Lease within that; a rolling update
+  // then hands the managed workloads to the new leader without stopping them.
+  'hand-over-wait': {
+    kind: 'duration',
+    default: '6s',
+    help: 'A stopping leader releases its Lease and waits this long for another replica to take over its managed workloads before it stops, drains and releases them itself ("0": at once)',
+    schema: z.number().nonnegative('must not be negative'),
+  },
   'log-level': {
     kind: 'string',
     default: 'info',
@@ -192,6 +201,22 @@ export const runConfigSchema = z
     }
     if (f['drain-window'] >= f['graceful-shutdown-timeout']) {
       issue('drain-window', 'must be shorter than --graceful-shutdown-timeout');
+    }
+    if (f['drain-window'] + f['hand-over-wait'] >= f['graceful-shutdown-timeout']) {
+      issue(
+        'hand-over-wait',
+        'together with --drain-window must be shorter than --graceful-shutdown-timeout',
+      );
+    }
+    if (
+      f['hand-over-wait'] > 0 &&
+      f['leader-elect'] &&
+      f['hand-over-wait'] < f['leader-election-retry-period']
+    ) {
+      issue(
+        'hand-over-wait',
+        'must be 0 or at least --leader-election-retry-period (candidates look that often)',
+      );
     }
   })
   .transform((f) => Object.fromEntries(Object.entries(f).map(([k, v]) => [camel(k), v])) as RunConfig);

@@ -104,6 +104,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     metricsBindAddress: config.metricsBindAddress,
     gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
     drainWindowMs: config.drainWindow,
+    handOverWaitMs: config.handOverWait,
     ...(elector ? { elector } : {}),
     ...(deps.onLifecycle ? { onEvent: deps.onLifecycle } : {}),
   });

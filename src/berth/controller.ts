@@ -5,9 +5,10 @@
 //
 // As Manager runnables (`runnables()`): the cache on every replica (group "caches", warm for a new
 // leader) and the controller on the elected leader only. With `handOverOnStop` (managed workloads), the
-// leader's graceful stop hands its managed workloads over after the controller stopped: each Active one
-// is stopped, drained and released (BerthLeaseReconciler.handOver) while the admission server and the
-// caches still run (the Manager stops leader-only runnables first). Losing leadership skips it.
+// controller runnable has a hand-over: each managed workload Active in this cluster is stopped, drained
+// and released (BerthLeaseReconciler.handOver) while the admission server and the caches still run. The
+// Manager runs it when leading ends for good — not when another replica takes over within the hand-over
+// wait (that one resumes the workloads from status), and never when leadership is lost.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { KubeRequester } from '../kube/client.ts';
@@ -136,9 +137,13 @@ export class BerthLeaseController {
     await this.#startController(signal);
   }
 
-  /** Finishes in-flight reconciles (unless `grace` aborts first), then stops the informer. */
+  /**
+   * Finishes in-flight reconciles (unless `grace` aborts first), hands over (with `handOverOnStop`),
+   * then stops the informer. For use without a Manager (no other replica to take over).
+   */
   async stop(grace?: AbortSignal): Promise<void> {
     await this.#stopController(grace);
+    if (!grace?.aborted) await this.#handOverActive(grace);
     await this.#stopCache();
   }
 
@@ -163,6 +168,9 @@ export class BerthLeaseController {
           await this.#startController(signal);
         },
         stop: (grace) => this.#stopController(grace),
+        ...(this.#handOver !== undefined
+          ? { handOver: (grace: AbortSignal) => this.#handOverActive(grace) }
+          : {}),
       },
     ];
   }
@@ -196,18 +204,18 @@ export class BerthLeaseController {
 
   async #stopController(grace?: AbortSignal): Promise<void> {
     await this.controller.stop(grace);
-    if (this.#handOver !== undefined && this.#started && !grace?.aborted) {
-      const bound = AbortSignal.any([
-        ...(grace ? [grace] : []),
-        AbortSignal.timeout(this.#handOver.timeoutMs),
-      ]);
-      const keys = this.activeWorkloadKeys();
-      if (keys.length > 0) {
-        this.#handOver.log.info({ leases: keys.length }, 'handing over managed workloads');
-        const outcomes = await this.reconciler.handOver(keys, bound, this.#handOver.log);
-        this.#handOver.log.info({ outcomes: Object.fromEntries(outcomes) }, 'hand-over finished');
-      }
-    }
+    this.reconciler.reset();
+  }
+
+  /** Stops, drains and releases the managed workloads Active here (after the controller stopped). */
+  async #handOverActive(grace?: AbortSignal): Promise<void> {
+    if (this.#handOver === undefined || !this.#started) return;
+    const bound = AbortSignal.any([...(grace ? [grace] : []), AbortSignal.timeout(this.#handOver.timeoutMs)]);
+    const keys = this.activeWorkloadKeys();
+    if (keys.length === 0) return;
+    this.#handOver.log.info({ leases: keys.length }, 'handing over managed workloads');
+    const outcomes = await this.reconciler.handOver(keys, bound, this.#handOver.log);
+    this.#handOver.log.info({ outcomes: Object.fromEntries(outcomes) }, 'hand-over finished');
     this.reconciler.reset();
   }
 

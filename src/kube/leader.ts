@@ -392,13 +392,38 @@ export class LeaderElector {
     return this.#observation?.record.holderIdentity;
   }
 
+  /** Whether a cancelled run clears the Lease for a successor (`--leader-election-release-on-cancel`). */
+  get releasesOnCancel(): boolean {
+    return this.#o.releaseOnCancel;
+  }
+
+  /**
+   * Reads the Lease once: its holder ('' when released, undefined when there is no Lease). Rejects on an
+   * API error or after a retry period.
+   */
+  async readHolder(): Promise<string | undefined> {
+    const lease = await this.#call(this.#o.retryPeriodMs, (s) =>
+      this.#o.client.get(this.#o.namespace, this.#o.name, s),
+    );
+    return lease === undefined ? undefined : recordFromLease(lease).holderIdentity;
+  }
+
   /**
    * Campaigns until leader, then renews until `signal` aborts (release if configured) or leadership is
-   * lost. Resolves when it is over; never rejects. One run per elector.
+   * lost. Resolves when it is over; never rejects. One run at a time (a stopping leader may campaign
+   * again to hand its work over when no successor appeared).
    */
   async run(signal: AbortSignal, callbacks: LeaderCallbacks = {}): Promise<LeaderRunResult> {
     if (this.#running) throw new Error('leader elector is already running');
     this.#running = true;
+    try {
+      return await this.#run(signal, callbacks);
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<LeaderRunResult> {
     const result: LeaderRunResult = { led: false, lost: false, released: false };
     const acquiredAt = await this.#acquire(signal, callbacks);
     if (acquiredAt === undefined) return result;

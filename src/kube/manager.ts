@@ -7,7 +7,15 @@
 // Stop (SIGTERM/SIGINT, `stop()`): readiness fails first; a drain window in which the webhooks keep
 // serving while endpoints update; leader-only runnables stop (in-flight work finishes); the Lease is
 // released; the non-leader runnables stop in reverse order; the probe server closes last. The whole
-// sequence is bounded by the graceful shutdown timeout. Losing leadership skips all of that: leader-only
+// sequence is bounded by the graceful shutdown timeout. A replica that is not leading when asked to stop
+// stops campaigning at once, so it never becomes a successor that is about to go away.
+//
+// Hand-over: leader-only runnables may have work for when leading ends for good (the BerthLease
+// controller stops the managed workloads it guards, so none runs unguarded). With a hand-over wait and a
+// released Lease, the stopping leader first gives another replica that long to take the Lease (a rolling
+// update: the successor resumes the workloads from status, nothing is stopped); only if none does, it
+// leads once more, hands over and releases again. Without leader election or release on cancel, it hands
+// over while still leading. Losing leadership skips all of that: leader-only
 // work is aborted at once and the manager returns exit code 1 so the process exits.
 //
 // Every step is reported through `onEvent` and the logger, so tests can assert the order.
@@ -52,6 +60,12 @@ export interface Runnable {
    * was lost): abandon in-flight work then, e.g. by passing it to `Controller.stop(grace)`.
    */
   stop?(grace?: AbortSignal): Promise<void>;
+  /**
+   * Leader-only runnables: what to do, after stop(), when this replica stops leading and no other replica
+   * takes over (see the hand-over wait). Runs only while this replica holds the Lease (or without leader
+   * election), and only if it led. `grace` aborts when the manager stops waiting.
+   */
+  handOver?(grace: AbortSignal): Promise<void>;
 }
 
 /** The part of LeaderElector the manager uses (a stub in unit tests). */
@@ -59,6 +73,9 @@ export interface Elector {
   readonly identity: string;
   run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<LeaderRunResult>;
   isLeader(): boolean;
+  readonly releasesOnCancel: boolean;
+  /** The Lease's holder ('' when released, undefined when absent); rejects on an API error. */
+  readHolder(): Promise<string | undefined>;
 }
 
 export type LifecycleStep =
@@ -74,7 +91,9 @@ export type LifecycleStep =
   | 'leader-election-stopped'
   | 'probe-server-stopped'
   | 'leadership-lost'
-  | 'runnable-failed';
+  | 'runnable-failed'
+  | 'successor-took-over'
+  | 'handed-over';
 
 export interface LifecycleEvent {
   step: LifecycleStep;
@@ -92,6 +111,11 @@ export interface ManagerOptions {
   drainWindowMs: number;
   /** Leader election; when absent, leader-only runnables start as soon as the replica is ready. */
   elector?: Elector;
+  /**
+   * How long a stopping leader that released the Lease waits for another replica to take it before it
+   * runs the hand-over work itself (default 0: hand over at once, before releasing).
+   */
+  handOverWaitMs?: number;
   clock?: Clock;
   onEvent?: (event: LifecycleEvent) => void;
 }
@@ -116,6 +140,8 @@ interface Active {
 }
 
 export const READINESS_CHECK = 'manager';
+/** How often a stopping leader looks for a successor during the hand-over wait. */
+const SUCCESSOR_POLL_MS = 250;
 
 /** `host:port` of a bound listener, as printed in the "probe server listening" log line. */
 export function hostPort(bound: BoundAddress | undefined): string | undefined {
@@ -144,6 +170,8 @@ export class Manager {
   #stopping = false;
   #exitCode = 0;
   #becameReady = false;
+  /** Leader-only runnables were started: only then is there anything to hand over. */
+  #led = false;
   #ran = false;
   #addresses: { health: string | undefined; metrics: string | undefined } | undefined;
 
@@ -250,6 +278,7 @@ export class Manager {
 
   #startLeaderRunnables(): void {
     if (this.#stopping) return;
+    this.#led = true;
     this.#emit({ step: 'elected' });
     this.#markElected();
     const leaders = this.#runnables.filter((r) => r.needLeaderElection);
@@ -299,6 +328,8 @@ export class Manager {
     this.#emit({ step: 'shutdown-requested' });
     this.#readiness.fail('shutting down');
     this.#emit({ step: 'not-ready' });
+    // A candidate on its way out must not win the Lease now: a stopping leader would take it for a successor.
+    if (this.#o.elector !== undefined && !this.#o.elector.isLeader()) this.#electorStop.abort();
 
     if (request.immediate) {
       this.#leaderWork.abort(new Error(request.reason));
@@ -338,18 +369,81 @@ export class Manager {
       this.#emit({ step: 'drained' });
     }
     this.#leaderWork.abort(new Error('shutting down'));
-    await this.#stopAll(this.#runnables.filter((r) => r.needLeaderElection));
+    const leaders = this.#runnables.filter((r) => r.needLeaderElection);
+    await this.#stopAll(leaders);
+    let handOvers = this.#led ? leaders.filter((r) => r.handOver !== undefined) : [];
+    const elector = this.#o.elector;
+    const awaitSuccessor = elector?.releasesOnCancel === true && (this.#o.handOverWaitMs ?? 0) > 0;
+    if (handOvers.length > 0 && !awaitSuccessor) {
+      await this.#runHandOvers(handOvers, this.#stopDeadline.signal);
+      handOvers = [];
+    }
     if (this.#electorDone !== undefined) {
       this.#electorStop.abort();
       const result = await this.#electorDone;
       this.#log.info({ released: result.released }, 'leader election stopped');
       this.#emit({ step: 'leader-election-stopped' });
+      if (elector !== undefined && handOvers.length > 0 && !result.lost)
+        await this.#handOverUnlessSucceeded(elector, handOvers);
     }
     for (const group of [...RUNNABLE_GROUPS].reverse()) {
       await this.#stopAll(
         this.#runnables.filter((r) => !r.needLeaderElection && (r.group ?? 'others') === group),
       );
     }
+  }
+
+  /** After releasing: leave the work to a successor if one takes the Lease in time, else lead and hand over. */
+  async #handOverUnlessSucceeded(elector: Elector, handOvers: Runnable[]): Promise<void> {
+    const grace = this.#stopDeadline.signal;
+    const deadline = this.#clock.now() + (this.#o.handOverWaitMs ?? 0);
+    for (;;) {
+      const holder = await elector.readHolder().catch((err: unknown) => {
+        this.#log.warn({ err }, 'reading the leader election lease failed while waiting for a successor');
+        return undefined;
+      });
+      if (holder !== undefined && holder !== '' && holder !== elector.identity) {
+        this.#log.info({ successor: holder }, 'another replica took over: its controllers resume the work');
+        this.#emit({ step: 'successor-took-over' });
+        return;
+      }
+      const left = deadline - this.#clock.now();
+      if (left <= 0 || grace.aborted) break;
+      await this.#clock.sleep(Math.min(SUCCESSOR_POLL_MS, left));
+    }
+    if (grace.aborted) return;
+    this.#log.info('no other replica took over: leading once more to hand over');
+    const done = new AbortController();
+    let work: Promise<void> | undefined;
+    const result = await elector.run(AbortSignal.any([done.signal, grace]), {
+      // `term` aborts if this leadership is lost: the hand-over must not outlive it.
+      onStartedLeading: (term) => {
+        work = this.#runHandOvers(handOvers, AbortSignal.any([term, grace])).finally(() => done.abort());
+      },
+      // Someone else leads after all: the work is theirs.
+      onNewLeader: (identity) => {
+        if (identity !== '' && identity !== elector.identity) done.abort();
+      },
+    });
+    await work;
+    if (!result.led) {
+      this.#log.info('another replica took over before the hand-over');
+      this.#emit({ step: 'successor-took-over' });
+    }
+  }
+
+  async #runHandOvers(handOvers: Runnable[], signal: AbortSignal): Promise<void> {
+    await Promise.all(
+      handOvers.map(async (runnable) => {
+        try {
+          await runnable.handOver?.(signal);
+        } catch (err) {
+          this.#log.error({ err, runnable: runnable.name }, 'hand-over failed');
+          this.#exitCode = Math.max(this.#exitCode, 1);
+        }
+        this.#emit({ step: 'handed-over', runnable: runnable.name });
+      }),
+    );
   }
 
   async #stopAll(runnables: Runnable[]): Promise<void> {

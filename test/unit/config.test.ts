@@ -40,6 +40,7 @@ describe('run configuration', () => {
       metricsBindAddress: ':8080',
       gracefulShutdownTimeout: 30_000,
       drainWindow: 5_000,
+      handOverWait: 6_000,
       logLevel: 'info',
     } satisfies RunConfig);
   });

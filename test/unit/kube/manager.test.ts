@@ -35,26 +35,43 @@ function deferred<T = void>(): {
 
 class StubElector implements Elector {
   readonly identity = 'stub';
+  readonly releasesOnCancel = true;
   leading = false;
   cancelled = false;
+  runs = 0;
+  /** What readHolder answers. */
+  holder: string | undefined = '';
   #callbacks: LeaderCallbacks = {};
   #done = deferred<LeaderRunResult>();
 
   run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<LeaderRunResult> {
+    this.runs++;
     this.#callbacks = callbacks;
+    const done = deferred<LeaderRunResult>();
+    this.#done = done;
     signal.addEventListener('abort', () => {
       this.cancelled = true;
       const led = this.leading;
       this.leading = false;
       if (led) callbacks.onStoppedLeading?.({ lost: false, released: true });
-      this.#done.resolve({ led, lost: false, released: led });
+      done.resolve({ led, lost: false, released: led });
     });
-    return this.#done.promise;
+    return done.promise;
+  }
+
+  async readHolder(): Promise<string | undefined> {
+    return this.holder;
   }
 
   win(): void {
     this.leading = true;
     this.#callbacks.onStartedLeading?.(new AbortController().signal);
+  }
+
+  /** Another candidate is seen holding the Lease (by a running campaign). */
+  observe(identity: string): void {
+    this.holder = identity;
+    this.#callbacks.onNewLeader?.(identity);
   }
 
   lose(): void {
@@ -389,5 +406,111 @@ describe('Manager on lost leadership', () => {
     expect(events).not.toContain('drained');
     expect(r.admission.signal?.aborted).toBe(true);
     expect(events.at(-1)).toBe('probe-server-stopped');
+  });
+});
+
+describe('Manager hand-over on a graceful stop', () => {
+  /** A leader-only runnable with hand-over work, counting its calls. */
+  function withHandOver(): Probe & { handOvers: number } {
+    const r = Object.assign(probe('ctrl', { leader: true }), { handOvers: 0 });
+    r.handOver = async () => {
+      r.handOvers++;
+    };
+    return r;
+  }
+
+  async function leading(over: Partial<ManagerOptions>) {
+    const elector = new StubElector();
+    const ctx = setup({ elector, drainWindowMs: 0, ...over });
+    const ctrl = withHandOver();
+    ctx.manager.add(ctrl);
+    ctx.manager.add(probe('admission', { group: 'webhooks' }));
+    const done = ctx.run();
+    await flush();
+    elector.win();
+    await flush();
+    ctx.events.length = 0;
+    return { ...ctx, elector, ctrl, done };
+  }
+
+  it('without a wait, hands over while still leading, then releases', async () => {
+    const { elector, ctrl, done, events, manager } = await leading({});
+    manager.stop('SIGTERM');
+    expect((await done).exitCode).toBe(0);
+    expect(ctrl.handOvers).toBe(1);
+    expect(elector.runs).toBe(1);
+    expect(events.slice(0, 5)).toEqual([
+      'shutdown-requested',
+      'not-ready',
+      'runnable-stopped:ctrl',
+      'handed-over:ctrl',
+      'leader-election-stopped',
+    ]);
+  });
+
+  it('leaves the work to a successor that takes the Lease within the wait', async () => {
+    const { clock, elector, ctrl, done, events, manager } = await leading({ handOverWaitMs: 6_000 });
+    manager.stop('SIGTERM');
+    await flush();
+    expect(events).toContain('leader-election-stopped');
+    await clock.advanceAsync(2_000);
+    expect(events).not.toContain('successor-took-over');
+    elector.holder = 'replica-b';
+    await clock.advanceAsync(250);
+    expect((await done).exitCode).toBe(0);
+    expect(events).toContain('successor-took-over');
+    expect(ctrl.handOvers).toBe(0);
+    expect(elector.runs).toBe(1);
+  });
+
+  it('leads once more and hands over when no successor appears within the wait', async () => {
+    const { clock, elector, ctrl, done, events, manager } = await leading({ handOverWaitMs: 6_000 });
+    manager.stop('SIGTERM');
+    await flush();
+    await clock.advanceAsync(5_999);
+    expect(elector.runs).toBe(1);
+    await clock.advanceAsync(1);
+    await flush();
+    // Campaigning again, for the hand-over only: the controllers stay stopped.
+    expect(elector.runs).toBe(2);
+    elector.win();
+    expect((await done).exitCode).toBe(0);
+    expect(ctrl.handOvers).toBe(1);
+    expect(ctrl.signal?.aborted).toBe(true);
+    expect(events.filter((e) => e.startsWith('runnable-started'))).toEqual([]);
+    expect(events).toContain('handed-over:ctrl');
+    // The second leadership was given up once the hand-over was done.
+    expect(elector.leading).toBe(false);
+  });
+
+  it('lets a candidate seen while campaigning again have the work', async () => {
+    const { clock, elector, ctrl, done, events, manager } = await leading({ handOverWaitMs: 6_000 });
+    manager.stop('SIGTERM');
+    await flush();
+    await clock.advanceAsync(6_000);
+    await flush();
+    expect(elector.runs).toBe(2);
+    elector.observe('replica-c');
+    expect((await done).exitCode).toBe(0);
+    expect(ctrl.handOvers).toBe(0);
+    expect(events).toContain('successor-took-over');
+  });
+
+  it('hands nothing over when this replica never led, and stops campaigning at once', async () => {
+    const elector = new StubElector();
+    const { clock, events, manager, run } = setup({ elector, handOverWaitMs: 6_000 });
+    const ctrl = withHandOver();
+    manager.add(ctrl);
+    const done = run();
+    await flush();
+    manager.stop('SIGTERM');
+    await flush();
+    // Still in the drain window, and already out of the election.
+    expect(events).not.toContain('drained');
+    expect(elector.cancelled).toBe(true);
+    await clock.advanceAsync(5_000);
+    await expect(done).resolves.toEqual({ exitCode: 0, reason: 'SIGTERM' });
+    expect(ctrl.handOvers).toBe(0);
+    expect(elector.runs).toBe(1);
   });
 });
