@@ -137,8 +137,11 @@ async function reviewBinding(
     return { binding: await expectedBinding(old, p.kind, p.apiVersion, o, ctx) };
   } catch (err) {
     if (!(err instanceof ResolveError)) throw err;
-    // Step 5: an unadmitted object whose owners are unchanged, e.g. a Pod whose owner is gone.
-    const unmanagedUpdate = old !== undefined && !hasManagedUIDAnnotation(o) && sameOwners(o, old);
+    // Step 5: an unadmitted object whose owners are unchanged, e.g. a Pod whose owner is gone. Not when
+    // a read failed: the original allows then too, which let a legacy target be scaled up whenever the
+    // webhook could not list the leases that would have denied it (fail-closed instead).
+    const unmanagedUpdate =
+      old !== undefined && !hasManagedUIDAnnotation(o) && sameOwners(o, old) && !err.undecided;
     return unmanagedUpdate ? allow() : deny(err.reason, err.message);
   }
 }

@@ -37,10 +37,16 @@ export interface Binding {
 /** A resolution failure; its message is the denial message. */
 export class ResolveError extends Error {
   readonly reason: string;
-  constructor(reason: string, message: string) {
+  /**
+   * A read of the API server failed (error, throttling, timeout): resolution found nothing definite, so
+   * nothing may be concluded from it, not even that the object is unmanaged.
+   */
+  readonly undecided: boolean;
+  constructor(reason: string, message: string, options: { undecided?: boolean } = {}) {
     super(message);
     this.name = 'ResolveError';
     this.reason = reason;
+    this.undecided = options.undecided ?? false;
   }
 }
 
@@ -83,7 +89,7 @@ async function listed<T>(read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (err) {
-    throw new ResolveError('list-leases', `list BerthLeases: ${apiErrorMessage(err)}`);
+    throw new ResolveError('list-leases', `list BerthLeases: ${apiErrorMessage(err)}`, { undecided: true });
   }
 }
 
@@ -103,7 +109,9 @@ async function resolveAt(
     try {
       raw = await ctx.io.getWorkload(owner.kind, ctx.namespace, owner.name);
     } catch (err) {
-      throw new ResolveError('resolve-owner', AdmissionMessage.resolveOwnerPrefix + apiErrorMessage(err));
+      throw new ResolveError('resolve-owner', AdmissionMessage.resolveOwnerPrefix + apiErrorMessage(err), {
+        undecided: true,
+      });
     }
     if (raw === undefined) {
       throw new ResolveError(

@@ -1,7 +1,8 @@
 // A controller in controller-runtime's shape: sources (informers, each with a function mapping an
 // object to the keys to reconcile) feed a WorkQueue; workers call `reconcile(key, ctx)` and act on the
 // outcome exactly like controller-runtime's reconcileHandler:
-//   thrown error     -> rate-limited requeue (TerminalError: counted, not requeued)
+//   thrown error     -> rate-limited requeue, no sooner than the error's Retry-After (TerminalError:
+//                       counted, not requeued)
 //   { requeueAfter } -> forget the backoff, requeue after the delay
 //   { requeue: true }-> rate-limited requeue
 //   otherwise        -> forget the backoff (success)
@@ -11,7 +12,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { childLogger, createLogger, type Logger } from '../observability/logger.ts';
 import { getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from '../observability/metrics.ts';
-import { describeError } from './client.ts';
+import { describeError, retryAfterSeconds } from './client.ts';
 import { type Clock, realClock, type Timer } from './clock.ts';
 import { type EventHandlers, objectKey, splitKey } from './informer.ts';
 import type { RateLimiter } from './ratelimit.ts';
@@ -123,6 +124,13 @@ interface Watch {
   source: Source<KubernetesObject>;
   options: WatchOptions<KubernetesObject>;
 }
+
+/**
+ * Longest Retry-After a failed reconcile waits for. client-go's REST client waits out a 429's (or 5xx's)
+ * Retry-After inside the request; here the request fails and the retry waits instead, bounded so that a
+ * misbehaving server cannot park a key for long.
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
 
 /** Default bound on Controller.stop()'s drain: controller-runtime's default graceful shutdown timeout. */
 export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
@@ -383,9 +391,15 @@ export class Controller {
           this.queue.forget(key);
           log.error({ err: describeError(outcome.error) }, 'reconciler terminal error; not requeued');
         } else {
-          this.queue.addRateLimited(key);
+          const retryAfter = retryAfterSeconds(outcome.error);
+          const retryAfterMs = retryAfter === undefined ? 0 : Math.min(retryAfter * 1000, MAX_RETRY_AFTER_MS);
+          this.queue.addRateLimited(key, retryAfterMs);
           log.error(
-            { err: describeError(outcome.error), retries: this.queue.numRequeues(key) },
+            {
+              err: describeError(outcome.error),
+              retries: this.queue.numRequeues(key),
+              ...(retryAfterMs > 0 ? { retryAfterMs } : {}),
+            },
             'reconciler error; requeued with backoff',
           );
         }

@@ -75,10 +75,13 @@ export class WorkQueue<T = string> {
     this.#armDelayTimer();
   }
 
-  /** Adds `item` after the rate limiter's delay, recording one more failure for it. */
-  addRateLimited(item: T): void {
+  /**
+   * Adds `item` after the rate limiter's delay, recording one more failure for it; no sooner than
+   * `atLeastMs` (e.g. the Retry-After of a throttled request).
+   */
+  addRateLimited(item: T, atLeastMs = 0): void {
     if (this.#shuttingDown) return;
-    this.addAfter(item, this.#limiter.when(item));
+    this.addAfter(item, Math.max(this.#limiter.when(item), atLeastMs));
   }
 
   /** Resets `item`'s backoff (call after a successful reconcile). Does not remove a pending add. */
