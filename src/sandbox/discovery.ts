@@ -36,6 +36,16 @@ function resourceEntries(t: ResourceType): JsonObject[] {
         verbs: ['get', 'patch', 'update'],
       });
     }
+    if (sub === 'token')
+      entries.push({
+        name: `${t.resource}/token`,
+        singularName: '',
+        namespaced: t.namespaced,
+        group: 'authentication.k8s.io',
+        version: 'v1',
+        kind: 'TokenRequest',
+        verbs: ['create'],
+      });
     if (sub === 'binding')
       entries.push({
         name: `${t.resource}/binding`,

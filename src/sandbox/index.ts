@@ -209,6 +209,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     objects,
     faults,
     authenticate: (token) => (token ? tokens.get(token) : undefined),
+    issueToken: (user) => {
+      const token = randomBytes(24).toString('base64url');
+      tokens.set(token, user);
+      return token;
+    },
     rbac: options.rbac
       ? {
           roles: (ns) => rbacStore.list('roles', ns),

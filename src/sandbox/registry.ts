@@ -1,7 +1,7 @@
 // The resource types the sandbox serves: the built-in ones below plus one per served CRD version.
 import type { PrinterColumn } from './tables.ts';
 
-export type Subresource = 'status' | 'scale' | 'binding';
+export type Subresource = 'status' | 'scale' | 'binding' | 'token';
 
 export interface ResourceType {
   group: string;
@@ -97,7 +97,14 @@ const BUILTINS: BuiltinSpec[] = [
     categories: ['all'],
     subresources: ['status'],
   },
-  { group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', shortNames: ['sa'] },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'serviceaccounts',
+    kind: 'ServiceAccount',
+    shortNames: ['sa'],
+    subresources: ['token'],
+  },
   {
     group: '',
     version: 'v1',

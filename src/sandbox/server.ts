@@ -8,6 +8,7 @@ import {
   type ObjectService,
   PATCH_CONTENT_TYPES,
   type RequestContext,
+  rfc3339,
 } from './objects.ts';
 import { openApiV2, openApiV3Document, openApiV3Root } from './openapi.ts';
 import { applyJsonPatch, applyMergePatch } from './patch.ts';
@@ -27,6 +28,8 @@ export interface ServerDeps {
   objects: ObjectService;
   faults: Faults;
   authenticate(token: string | undefined): UserInfo | undefined;
+  /** Issues a bearer token that authenticates as `user` (TokenRequest). */
+  issueToken(user: UserInfo): string;
   rbac: RbacObjects | undefined;
   now(): number;
   serverAddress(): string;
@@ -312,7 +315,7 @@ export class SandboxHttp {
         throw new StatusError(405, 'MethodNotAllowed', `${method} is not supported`);
     }
     if (watch && name) verb = 'watch';
-    if (verb === 'create' && name && subresource !== 'binding')
+    if (verb === 'create' && name && subresource !== 'binding' && subresource !== 'token')
       throw new StatusError(
         405,
         'MethodNotAllowed',
@@ -399,6 +402,44 @@ export class SandboxHttp {
         details,
       );
     }
+  }
+
+  /**
+   * `serviceaccounts/token` (TokenRequest, authentication.k8s.io/v1): a token for an existing
+   * ServiceAccount, authenticated as `system:serviceaccount:<ns>:<name>` with its groups, as
+   * `kubectl create token` gets it. Unlike kube-apiserver's, these tokens do not expire while the sandbox runs.
+   */
+  private tokenRequest(type: ResourceType, namespace: string, name: string, body: unknown): JsonObject {
+    this.deps.objects.get(type, namespace, name);
+    const spec = ((body as { spec?: unknown } | null)?.spec ?? {}) as {
+      audiences?: unknown;
+      expirationSeconds?: unknown;
+    };
+    const seconds = spec.expirationSeconds === undefined ? 3600 : Number(spec.expirationSeconds);
+    if (!Number.isInteger(seconds) || seconds < 600)
+      throw badRequest(
+        'spec.expirationSeconds: Invalid value: may not specify a duration less than 10 minutes',
+      );
+    const token = this.deps.issueToken({
+      username: `system:serviceaccount:${namespace}:${name}`,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+    });
+    return {
+      kind: 'TokenRequest',
+      apiVersion: 'authentication.k8s.io/v1',
+      metadata: { name, namespace, creationTimestamp: rfc3339(this.deps.now()) },
+      spec: {
+        audiences:
+          Array.isArray(spec.audiences) && spec.audiences.length > 0
+            ? spec.audiences
+            : ['https://kubernetes.default.svc'],
+        expirationSeconds: seconds,
+      },
+      status: {
+        token,
+        expirationTimestamp: rfc3339(this.deps.now() + seconds * 1000),
+      },
+    };
   }
 
   private context(
@@ -488,6 +529,7 @@ export class SandboxHttp {
             warn(ctx),
           );
         }
+        if (subresource === 'token') return json(res, 201, this.tokenRequest(type, namespace, name, body));
         const created = await objects.create(type, namespace, body, ctx);
         return json(res, 201, created, warn(ctx));
       }

@@ -1,9 +1,7 @@
 // The lease-only scenario against a real cluster (E2E_KUBECONFIG): the operator runs out of cluster with
 // the cluster's kubeconfig and an embedded central lease server on this machine, installs nothing but the
 // BerthLease CRD (if missing) and a throwaway namespace, and removes what it created.
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
 import { parseFlags } from '../../src/cli.ts';
 import { parseRunConfig } from '../../src/config.ts';
@@ -12,26 +10,25 @@ import type { Manager } from '../../src/kube/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from '../../src/run.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
+import { e2eEnv, skipReason } from './env.ts';
 
-const KUBECONFIG = process.env.E2E_KUBECONFIG;
-if (!KUBECONFIG)
-  console.warn('E2E_KUBECONFIG is not set: skipping the end-to-end scenarios against a real cluster');
+const skip = skipReason('the lease-only scenario', ['kubeconfig']);
 
-const NS = `berth-e2e-${Date.now().toString(36)}`;
-const LEASE = { group: 'berth.skaphos.io', version: 'v1alpha1', plural: 'berthleases', namespace: NS };
+const NS = `berth-e2e-${RUN_ID}`;
+const LEASE = berthLeaseRef(NS);
 
-describe.skipIf(!KUBECONFIG)('lease-only BerthLease on a real cluster', () => {
-  let kc: KubeConfig;
+describe.skipIf(skip)('lease-only BerthLease on a real cluster', () => {
+  let cluster: E2eCluster;
   let central: CentralServer;
   let manager: Manager;
   let done: Promise<unknown>;
 
   beforeAll(async () => {
-    kc = new KubeConfig();
-    kc.loadFromFile(KUBECONFIG!);
-    await installBerthLeaseCrd(kc, { ifAbsent: true });
-    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
-    central = await startCentralServer();
+    cluster = new E2eCluster('cluster', e2eEnv.kubeconfig);
+    await cluster.installCrd();
+    await cluster.createNamespace(NS);
+    central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
     const flags = parseFlags(runCommand, [
       `--namespace=${NS}`,
       `--berth-api-server=${central.url}`,
@@ -43,7 +40,7 @@ describe.skipIf(!KUBECONFIG)('lease-only BerthLease on a real cluster', () => {
     ]);
     const logger = createLogger({ level: 'warn', name: 'berth-operator-e2e' });
     ({ manager } = buildOperator(parseRunConfig(flags), {
-      kubeConfig: kc,
+      kubeConfig: cluster.kc,
       namespace: NS,
       logger,
       features: parseFeatureConfigs(flags, NS),
@@ -55,14 +52,12 @@ describe.skipIf(!KUBECONFIG)('lease-only BerthLease on a real cluster', () => {
     manager?.stop('e2e done');
     await done;
     await central?.stop();
-    await kc
-      ?.makeApiClient(CoreV1Api)
-      .deleteNamespace({ name: NS })
-      .catch(() => undefined);
+    const failed = (await cluster?.cleanup()) ?? [];
+    if (failed.length > 0) console.warn(`e2e cleanup left something behind:\n${failed.join('\n')}`);
   });
 
   it('holds the lease, then releases it and clears the finalizer on deletion', async () => {
-    const custom = kc.makeApiClient(CustomObjectsApi);
+    const { custom } = cluster;
     await custom.createNamespacedCustomObject({
       ...LEASE,
       body: {

@@ -1,0 +1,148 @@
+// The cross-cluster singleton with a real operator in each of two clusters (E2E_KUBECONFIG and
+// E2E_KUBECONFIG_2, e.g. two kind clusters; both reach this machine at E2E_WEBHOOK_HOST). The same
+// BerthLease and Deployment are applied to both, in a namespace of the same name (the central lease is
+// keyed by namespace and leaseName), and both operators share the embedded central lease server.
+// Scenarios of reference/berth-spec.md §6.2: 41 (exactly one cluster runs the replicas), 42 (the holder's
+// operator stops: the other cluster takes over, and the holder's Pods are gone before any Pod there is
+// ungated), 43 (the stopped operator rejoins as standby), 46 (deleting the BerthLease on the holder
+// releases it to the other cluster), with the Pods of both clusters watched throughout: never running in
+// both at once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findCondition } from '../../src/berth/status.ts';
+import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
+import { e2eEnv, skipReason } from './env.ts';
+import { E2eOperator } from './operator.ts';
+import { PodWatch, Timeline } from './timeline.ts';
+import { createLease, deployment, deploymentLease, leaseWhen, readLease, until } from './workloads.ts';
+
+const skip = skipReason('the two-cluster scenarios', ['kubeconfig', 'kubeconfig2', 'webhookHost']);
+
+const PREFIX = `berth-e2e-${RUN_ID}`;
+const NS = `${PREFIX}-apps`;
+const LEASE = 'singleton';
+const REPLICAS = 2;
+const NAMES = ['east', 'west'] as const;
+type Name = (typeof NAMES)[number];
+const idOf = (name: Name): string => `e2e-${name}`;
+const otherOf = (name: Name): Name => (name === 'east' ? 'west' : 'east');
+
+describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
+  let central: CentralServer;
+  const timeline = new Timeline();
+  const clusters = new Map<Name, { cluster: E2eCluster; operator: E2eOperator }>();
+  /** Everything made so far, so that a failure halfway through the set-up still cleans up. */
+  const created: Array<{ cluster: E2eCluster; watch?: PodWatch }> = [];
+  const of = (name: Name) => {
+    const c = clusters.get(name);
+    if (c === undefined) throw new Error(`no cluster ${name}`);
+    return c;
+  };
+
+  beforeAll(async () => {
+    central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+    const paths: Record<Name, string> = { east: e2eEnv.kubeconfig, west: e2eEnv.kubeconfig2 };
+    const both = NAMES.map((name) => new E2eCluster(name, paths[name]));
+    const servers = both.map((c) => c.kc.getCurrentCluster()?.server);
+    if (servers[0] === servers[1])
+      throw new Error(
+        `E2E_KUBECONFIG and E2E_KUBECONFIG_2 name the same API server (${servers[0]}): two clusters are needed`,
+      );
+    for (const cluster of both) {
+      const name = cluster.name as Name;
+      const made: { cluster: E2eCluster; watch?: PodWatch } = { cluster };
+      created.push(made);
+      await cluster.installCrd();
+      await cluster.createNamespace(NS);
+      const operator = await E2eOperator.install(cluster, {
+        prefix: `${PREFIX}-${name}`,
+        appNamespaces: [NS],
+        webhookHost: e2eEnv.webhookHost,
+      });
+      cluster.onCleanup('operator', () => operator.stop());
+      cluster.onCleanup('BerthLeases', () => cluster.removeBerthLeases(NS));
+      made.watch = new PodWatch(cluster, NS, timeline);
+      await made.watch.start();
+      clusters.set(name, { cluster, operator });
+    }
+    await Promise.all(NAMES.map((n) => of(n).operator.start(idOf(n), central.url)));
+  });
+
+  afterAll(async () => {
+    const failed: string[] = [];
+    for (const { cluster, watch } of created) {
+      failed.push(...(await cluster.cleanup()));
+      await watch?.stop();
+    }
+    await central?.stop();
+    if (failed.length > 0) console.warn(`e2e cleanup left something behind:\n${failed.join('\n')}`);
+  });
+
+  it('runs the replicas in exactly one cluster, through a failover, a rejoin and a deletion', async () => {
+    for (const name of NAMES) {
+      const { cluster } = of(name);
+      await createLease(cluster, NS, LEASE, deploymentLease(LEASE, REPLICAS));
+      await cluster.apps.createNamespacedDeployment({ namespace: NS, body: deployment(LEASE) });
+    }
+
+    // 41. One holder runs the replicas; the other waits behind it and runs none.
+    const holder = await until(() => timeline.soleRunner(REPLICAS) as Name | undefined, {
+      timeoutMs: 120_000,
+      intervalMs: 100,
+    });
+    const standby = otherOf(holder);
+    await leaseWhen(
+      of(standby).cluster,
+      NS,
+      LEASE,
+      (l) => l.status?.leaseState === 'waiting' && l.status.currentHolder === idOf(holder),
+    );
+
+    // 42. The holder's operator stops (SIGTERM): it drains and releases; the standby takes over without
+    //     waiting for the TTL, and ungates its first Pod only after the last Pod of the holder is gone.
+    const stoppedAt = performance.now();
+    expect(await of(holder).operator.stop()).toBe(0);
+    await until(() => (timeline.soleRunner(REPLICAS) === standby ? standby : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
+    const lastRemoved = timeline.select({ cluster: holder, change: 'removed', since: stoppedAt }).at(-1);
+    const firstUngated = timeline.select({ cluster: standby, change: 'ungated', since: stoppedAt })[0];
+    expect(lastRemoved && firstUngated).toBeTruthy();
+    expect(lastRemoved?.at ?? Number.POSITIVE_INFINITY).toBeLessThan(firstUngated?.at ?? 0);
+    const released = await readLease(of(holder).cluster, NS, LEASE);
+    expect(released?.status).toMatchObject({ leaseState: 'waiting', fencingToken: 0 });
+    expect(findCondition(released?.status, 'Acquired')?.reason).toBe('Stopped');
+
+    // 43. The stopped operator comes back as a standby behind the new holder; its cluster runs nothing.
+    await of(holder).operator.start(idOf(holder), central.url);
+    await leaseWhen(
+      of(holder).cluster,
+      NS,
+      LEASE,
+      (l) => l.status?.leaseState === 'waiting' && l.status.currentHolder === idOf(standby),
+    );
+    expect(timeline.soleRunner(REPLICAS)).toBe(standby);
+
+    // 46. Deleting the BerthLease on the (new) holder drains it there, clears its finalizer and releases
+    //     the lease, which the first cluster then acquires.
+    const deletedAt = performance.now();
+    await of(standby).cluster.custom.deleteNamespacedCustomObject({ ...berthLeaseRef(NS), name: LEASE });
+    await eventually(async () => (await readLease(of(standby).cluster, NS, LEASE)) === undefined, {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
+    await until(() => (timeline.soleRunner(REPLICAS) === holder ? holder : undefined), {
+      timeoutMs: 120_000,
+      intervalMs: 100,
+    });
+    const drained = timeline.select({ cluster: standby, change: 'removed', since: deletedAt }).at(-1);
+    const resumed = timeline.select({ cluster: holder, change: 'ungated', since: deletedAt })[0];
+    expect(drained?.at ?? Number.POSITIVE_INFINITY).toBeLessThan(resumed?.at ?? 0);
+
+    // Never both clusters running replicas at once, over the whole run.
+    expect(timeline.violations).toEqual([]);
+  });
+});

@@ -1,0 +1,148 @@
+// The objects the scenarios create: BerthLeases guarding a Deployment or a CronJob, the workloads
+// themselves (Pods of E2E_IMAGE that start without a pull and stop at once on SIGTERM), and reads of them.
+import type { V1CronJob, V1Deployment, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { API_VERSION, type BerthLease, type BerthLeaseSpec, KIND } from '../../src/berth/api.ts';
+import { parseBerthLease } from '../../src/berth/leaseio.ts';
+import { isNotFound } from '../../src/kube/client.ts';
+import { type EventuallyOptions, eventually } from '../helpers/eventually.ts';
+import { berthLeaseRef, type E2eCluster } from './cluster.ts';
+import { e2eEnv } from './env.ts';
+
+/** Short enough for a takeover after expiry within the test timeout, long enough for a busy kind node. */
+export const TTL_S = 10;
+export const HEARTBEAT_S = 2;
+
+export const deploymentLease = (name: string, replicas: number): BerthLeaseSpec => ({
+  leaseName: name,
+  holderIdentity: 'unused-with-cluster-id',
+  ttlSeconds: TTL_S,
+  heartbeatIntervalSeconds: HEARTBEAT_S,
+  semantics: 'at-most-once',
+  target: { apiVersion: 'apps/v1', kind: 'Deployment', name },
+  acquireAction: { scale: { replicas } },
+  releaseAction: { scale: { replicas: 0 } },
+});
+
+export const cronJobLease = (name: string): BerthLeaseSpec => ({
+  ...deploymentLease(name, 0),
+  target: { apiVersion: 'batch/v1', kind: 'CronJob', name },
+  acquireAction: { suspend: false },
+  releaseAction: { suspend: true },
+});
+
+const podSpec = (): V1PodSpec => ({
+  containers: [{ name: 'app', image: e2eEnv.image, imagePullPolicy: 'IfNotPresent' }],
+  terminationGracePeriodSeconds: 1,
+});
+
+/** Created at 0 replicas: the lease's acquireAction scales it up where the lease is held. */
+export const deployment = (name: string): V1Deployment => ({
+  metadata: { name },
+  spec: {
+    replicas: 0,
+    selector: { matchLabels: { app: name } },
+    template: { metadata: { labels: { app: name } }, spec: podSpec() },
+  },
+});
+
+/** Every minute, one Job at a time; created suspended, the lease's acquireAction resumes it. */
+export const cronJob = (name: string): V1CronJob => ({
+  metadata: { name },
+  spec: {
+    schedule: '* * * * *',
+    suspend: true,
+    concurrencyPolicy: 'Forbid',
+    jobTemplate: {
+      spec: {
+        backoffLimit: 0,
+        template: { metadata: { labels: { app: name } }, spec: { ...podSpec(), restartPolicy: 'Never' } },
+      },
+    },
+  },
+});
+
+/** A bare Pod controlled by `owner` (as its controller would create it), for late and forged creates. */
+export const ownedPod = (
+  name: string,
+  owner: { apiVersion: string; kind: string; name: string; uid: string },
+  spec: Partial<V1PodSpec> = {},
+): V1Pod => ({
+  metadata: { name, ownerReferences: [{ ...owner, controller: true }] },
+  spec: { ...podSpec(), ...spec },
+});
+
+export async function createLease(
+  c: E2eCluster,
+  namespace: string,
+  name: string,
+  spec: BerthLeaseSpec,
+): Promise<BerthLease> {
+  return parseBerthLease(
+    await c.custom.createNamespacedCustomObject({
+      ...berthLeaseRef(namespace),
+      body: { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec },
+    }),
+  );
+}
+
+export async function readLease(
+  c: E2eCluster,
+  namespace: string,
+  name: string,
+): Promise<BerthLease | undefined> {
+  try {
+    return parseBerthLease(await c.custom.getNamespacedCustomObject({ ...berthLeaseRef(namespace), name }));
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Polls the BerthLease until `ready` holds for it; returns it. */
+export async function leaseWhen(
+  c: E2eCluster,
+  namespace: string,
+  name: string,
+  ready: (lease: BerthLease) => boolean,
+  opts: EventuallyOptions = { timeoutMs: 60_000, intervalMs: 250 },
+): Promise<BerthLease> {
+  return eventually(async () => {
+    const lease = await readLease(c, namespace, name);
+    if (lease === undefined) throw new Error(`BerthLease ${namespace}/${name} not found in ${c.name}`);
+    if (!ready(lease))
+      throw new Error(`BerthLease ${namespace}/${name} in ${c.name}: status ${JSON.stringify(lease.status)}`);
+    return lease;
+  }, opts);
+}
+
+/** `eventually` for a probe that yields a value once ready (undefined or false until then). */
+export async function until<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  opts: EventuallyOptions,
+): Promise<T> {
+  const value = await eventually(probe, opts);
+  if (value === undefined || value === false) throw new Error('until: no value');
+  return value;
+}
+
+export async function pods(c: E2eCluster, namespace: string, labelSelector: string): Promise<V1Pod[]> {
+  return (await c.core.listNamespacedPod({ namespace, labelSelector })).items;
+}
+
+/** The message of a rejected API call (the Status message of the body). */
+export async function rejection(call: Promise<unknown>): Promise<string> {
+  try {
+    await call;
+  } catch (err) {
+    const body = (err as { body?: unknown }).body;
+    if (typeof body === 'string') {
+      try {
+        return (JSON.parse(body) as { message?: string }).message ?? body;
+      } catch {
+        return body;
+      }
+    }
+    return err instanceof Error ? err.message : String(err);
+  }
+  throw new Error('the call was not rejected');
+}
