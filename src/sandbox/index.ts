@@ -14,12 +14,14 @@ import { ObjectService, type RequestContext, rfc3339 } from './objects.ts';
 import { defaultRbacObjects } from './rbac.ts';
 import { Registry, typeKey } from './registry.ts';
 import { SandboxHttp } from './server.ts';
+import { type ServiceEndpoint, ServiceRoutes } from './services.ts';
 import { type SimulatorOptions, startSimulator } from './simulator/index.ts';
 import { Store } from './store.ts';
 import { createServingPki } from './tls.ts';
 import type { KubeObject, UserInfo } from './types.ts';
 
 export type { FaultHandle, FaultRule, Faults, WatchFilter } from './faults.ts';
+export type { ServiceEndpoint } from './services.ts';
 export type { SimulatorOptions } from './simulator/index.ts';
 
 export interface SandboxOptions {
@@ -61,8 +63,11 @@ export interface SandboxUsers {
 }
 
 export interface SandboxServices {
-  /** Routes a Service (as named in webhook clientConfig.service) to a local address. */
-  map(namespace: string, name: string, target: { host: string; port: number }): void;
+  /**
+   * Routes a Service (as named in webhook clientConfig.service) to a local address, or to several
+   * endpoints (replicas), each used only while its readiness URL answers 200 (see services.ts).
+   */
+  map(namespace: string, name: string, target: ServiceEndpoint | readonly ServiceEndpoint[]): void;
   unmap(namespace: string, name: string): void;
 }
 
@@ -112,7 +117,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const registry = new Registry();
   const crds = new CrdManager(registry);
   const faults = new Faults(() => store.compact());
-  const serviceMap = new Map<string, { host: string; port: number }>();
+  const serviceRoutes = new ServiceRoutes();
   let controllers: Controllers | undefined;
 
   const objects: ObjectService = new ObjectService({
@@ -140,7 +145,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     validatingConfigs: () =>
       store.list(typeKey('admissionregistration.k8s.io', 'validatingwebhookconfigurations')),
     getNamespace: (name) => store.get(typeKey('', 'namespaces'), undefined, name),
-    resolveService: (namespace, name) => serviceMap.get(`${namespace}/${name}`),
+    resolveService: (namespace, name) => serviceRoutes.resolve(namespace, name),
     now,
   });
   controllers = new Controllers(store, registry, objects);
@@ -290,13 +295,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         ]),
     },
     services: {
-      map: (namespace, name, target) => serviceMap.set(`${namespace}/${name}`, target),
-      unmap: (namespace, name) => serviceMap.delete(`${namespace}/${name}`),
+      map: (namespace, name, target) => serviceRoutes.map(namespace, name, target),
+      unmap: (namespace, name) => serviceRoutes.unmap(namespace, name),
     },
     count: (group, resource) => store.count(typeKey(group, resource)),
     async stop() {
       await simulator?.stop();
       controllers?.stop();
+      serviceRoutes.stop();
       for (const w of faults.watches) w.drop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const s of sockets) s.destroy();
