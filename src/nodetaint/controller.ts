@@ -32,6 +32,11 @@ import { type ArmTaintOptions, nodeApi } from './taint.ts';
 
 /** Index of the agent Pod informer: Pods by `spec.nodeName` (unbound Pods are not filed). */
 export const POD_NODE_INDEX = 'spec.nodeName';
+/**
+ * Bound of one reconcile (a Node GET and a patch, retried on conflict): the guard has one worker, so a
+ * hung API call must not hold every other node's taint for the transport's minute-long timeout.
+ */
+export const RECONCILE_TIMEOUT_MS = 10_000;
 
 type AgentScope = Pick<NodeTaintConfig, 'agentNamespace' | 'agentSelector'>;
 
@@ -167,6 +172,7 @@ export class NodeTaintGuard {
     this.controller = new Controller({
       name: CONTROLLER_NAME,
       reconcile: this.reconciler.reconcile,
+      reconcileTimeoutMs: RECONCILE_TIMEOUT_MS,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
       ...(options.logger ? { logger: options.logger } : {}),

@@ -4,6 +4,7 @@
 // once the fault is gone, the node carries the taint exactly once. Retries run on the guard's injected
 // clock; nothing may crash or leave an unhandled rejection behind.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RECONCILE_TIMEOUT_MS } from '../../../src/nodetaint/controller.ts';
 import type { FaultRule } from '../../../src/sandbox/faults.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
@@ -63,6 +64,29 @@ const rows: Array<{ name: string; rule: FaultRule; hits?: number }> = [
   { name: 'a persistent 409 on the taint patch', rule: { verbs: ['patch'], status: 409 }, hits: 6 },
   { name: 'reset connections on reading the Node', rule: { verbs: ['get'], resetConnection: true } },
 ];
+
+describe('a hung taint write', () => {
+  it('is cut at the reconcile deadline, so the single worker moves on and the retry arms the taint', async () => {
+    const node = 'hung-patch';
+    // Far longer than the test's own deadline: only the guard's reconcile bound can end it.
+    const fault = t.sandbox.faults.inject({
+      verbs: ['patch'],
+      resource: 'nodes',
+      name: node,
+      user: GUARD_USER,
+      delayMs: 120_000,
+      times: 1,
+    });
+    await overdueNode(node);
+    await advanceUntil(g.clock, STEP_MS, () => fault.hits() >= 1, CONVERGE);
+    expect(await cluster.guardTaints(node)).toEqual([]);
+    g.clock.advance(RECONCILE_TIMEOUT_MS);
+    await advanceUntil(g.clock, STEP_MS, async () => (await cluster.guardTaints(node)).length > 0, CONVERGE);
+    expect(await cluster.guardTaints(node)).toEqual([
+      { key: TAINT_KEY, value: 'true', effect: 'NoSchedule' },
+    ]);
+  });
+});
 
 describe('the taint write fails', () => {
   let index = 0;
