@@ -74,6 +74,8 @@ export const ConditionReason = {
   Heartbeating: 'Heartbeating',
   Standby: 'Standby',
   AcquireFailed: 'AcquireFailed',
+  /** Not in the original: the target could not be read while Active (kept until the deadline). */
+  TargetUnverified: 'TargetUnverified',
 } as const;
 export type ConditionReason = (typeof ConditionReason)[keyof typeof ConditionReason];
 

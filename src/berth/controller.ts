@@ -16,8 +16,17 @@ import { type Clock, realClock } from '../kube/clock.ts';
 import { Controller } from '../kube/controller.ts';
 import { type BackoffPolicy, Informer, objectKey } from '../kube/informer.ts';
 import type { Runnable } from '../kube/manager.ts';
+import {
+  BucketRateLimiter,
+  DEFAULT_BASE_DELAY_MS,
+  DEFAULT_BURST,
+  DEFAULT_QPS,
+  ItemExponentialFailureRateLimiter,
+  MaxOfRateLimiter,
+  type RateLimiter,
+} from '../kube/ratelimit.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
-import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, VERSION, WorkloadPhase } from './api.ts';
+import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, REQUEUE_ON_FAILURE_MS, VERSION, WorkloadPhase } from './api.ts';
 import type { LeaseClient } from './leaseclient.ts';
 import { type BerthLeaseApi, kubeBerthLeaseApi } from './leaseio.ts';
 import { OwnWrites } from './ownwrites.ts';
@@ -62,6 +71,20 @@ export interface BerthLeaseControllerOptions {
   handOverOnStop?: boolean;
   /** Bound of the hand-over when stop() gets no grace signal. Default 30 s. */
   handOverTimeoutMs?: number;
+}
+
+/**
+ * The requeue of a failed lease reconcile: controller-runtime's per-item exponential backoff, capped at
+ * 1 s (REQUEUE_ON_FAILURE_MS) instead of 1000 s, with the same overall token bucket. A reconcile that
+ * fails (API errors) cannot stop an expired activation; with the uncapped backoff the next attempt
+ * came seconds to minutes after the API recovered, and the workload ran that long past its deadline
+ * while another cluster could already hold the lease.
+ */
+export function berthLeaseRateLimiter(clock: Clock = realClock): RateLimiter<string> {
+  return new MaxOfRateLimiter<string>(
+    new ItemExponentialFailureRateLimiter<string>(DEFAULT_BASE_DELAY_MS, REQUEUE_ON_FAILURE_MS),
+    new BucketRateLimiter<string>(DEFAULT_QPS, DEFAULT_BURST, clock),
+  );
 }
 
 /** Default bound of a shutdown hand-over without a grace signal. */
@@ -113,6 +136,7 @@ export class BerthLeaseController {
       reconcile: this.reconciler.reconcile,
       reconcileTimeoutMs: LOCAL_TIMEOUT_MS,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? DEFAULT_MAX_CONCURRENT_RECONCILES,
+      rateLimiter: berthLeaseRateLimiter(options.clock),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
       ...(options.logger ? { logger: options.logger } : {}),

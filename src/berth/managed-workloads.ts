@@ -216,7 +216,7 @@ export class ManagedWorkloads implements WorkloadManager {
       live = await this.#api.get(kind, lease.metadata.namespace ?? '', target.name, run.signal);
     } catch (err) {
       if (run.signal.aborted) throw err;
-      return { ok: false, message: apiMessage(err), retryAfterMs: REQUEUE_ON_FAILURE_MS };
+      return { ok: false, message: apiMessage(err), retryAfterMs: REQUEUE_ON_FAILURE_MS, transient: true };
     }
     if (live === undefined)
       return {

@@ -126,9 +126,25 @@ export function standbyNeedsStop(lease: BerthLease): boolean {
   );
 }
 
-/** §2.3 step 10: the error when a central "acquired" answer cannot be trusted, else undefined. */
-export function checkCentralAnswer(res: AcquireResult, holder: string, now: number): string | undefined {
-  if (res.fencingToken <= 0 || res.holder !== holder || res.expiresAt === undefined || res.expiresAt <= now)
+/**
+ * §2.3 step 10: the error when a central "acquired" answer cannot be trusted, else undefined. Beyond the
+ * original, a token below `highestToken` (the highest this lease was seen with) is refused too: central
+ * tokens never decrease per key, so a lower one is a broken answer, and recording it would move the
+ * lease's fencing token backwards.
+ */
+export function checkCentralAnswer(
+  res: AcquireResult,
+  holder: string,
+  now: number,
+  highestToken = 0,
+): string | undefined {
+  if (
+    res.fencingToken <= 0 ||
+    res.fencingToken < highestToken ||
+    res.holder !== holder ||
+    res.expiresAt === undefined ||
+    res.expiresAt <= now
+  )
     return ReconcileError.invalidCentralResponse;
   return undefined;
 }

@@ -17,7 +17,10 @@
 // other holder shown — without its moving expiry —, its target kept stopped without writes, requeue
 // min(heartbeat, ttl/3), no status write while nothing changes) instead of
 // running stopAndRelease with two status writes every second (`managedStandby: 'stop-cycle'` keeps the
-// original for comparison). `handOver` stops, drains and releases the managed workloads of this cluster
+// original for comparison). An untrusted central answer (§2.3 step 10) is handled like a failed call
+// (HeartbeatHealthy=False/AcquireFailed, retried within 1 s, the workload stopped at its deadline)
+// instead of the error backoff, and a token below one this lease already held is untrusted too.
+// `handOver` stops, drains and releases the managed workloads of this cluster
 // when the leader stops gracefully, so none keeps running without an operator.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
@@ -75,6 +78,7 @@ import {
   parseTime,
   type StatusStamp,
   stoppedStatus,
+  targetUnverifiedStatus,
   waitingStatus,
 } from './status.ts';
 import { LeaseEventAction, LeaseEventReason, type LeaseTransition, transitionsOf } from './transitions.ts';
@@ -152,6 +156,11 @@ export class BerthLeaseReconciler {
   readonly #metrics: BerthLeaseMetrics | undefined;
   readonly #writes: WriteObserver | undefined;
   readonly #managedStandby: ManagedStandby;
+  /**
+   * Highest token held per lease key (`namespace/name`) with the object's UID, remembered past a release:
+   * the status forgets the token once the lease is stopped, and a later answer below it is not trusted.
+   */
+  readonly #tokens = new Map<string, { uid: string; token: number }>();
 
   constructor(options: BerthLeaseReconcilerOptions) {
     if (options.leaseClient === undefined) throw new Error(ReconcileError.leaseClientRequired);
@@ -216,7 +225,20 @@ export class BerthLeaseReconciler {
     if (lease.spec.target !== undefined) {
       const verdict = await this.#workloads.verifyTarget(run);
       if (!verdict.ok) {
-        if (run.lease.status?.workload?.phase === WorkloadPhase.Active) return this.#stopAndRelease(run);
+        if (run.lease.status?.workload?.phase === WorkloadPhase.Active) {
+          // Beyond the original (which stops on any GET error): a failed read proves nothing about the
+          // target, so it is treated like a central outage (step 8): no renewal, a retry within 1 s, and
+          // the forced stop of step 4 once the deadline passes. A missing or different target still
+          // stops at once.
+          const now = run.now();
+          if (verdict.transient === true && activeAt(run.lease, now)) {
+            await run.writeStatus(targetUnverifiedStatus(run.lease.status, verdict.message, run.stamp()));
+            ctx.log.warn({ error: verdict.message }, 'target not verified; kept until the deadline');
+            const { heartbeatMs } = leaseTimes(run.lease);
+            return { requeueAfter: acquireErrorRequeueMs(heartbeatMs, now, activationDeadline(run.lease)) };
+          }
+          return this.#stopAndRelease(run);
+        }
         await this.#workloads.stopTarget(run);
         await run.writeStatus(admissionRequiredStatus(run.lease.status, verdict.message, run.stamp()));
         ctx.log.info({ error: verdict.message }, 'target not verified');
@@ -270,12 +292,14 @@ export class BerthLeaseReconciler {
       await run.writeStatus(waitingStatus(lease.status, { holder: res.holder, expiresAt }, run.stamp()));
       return { requeueAfter: reacquireIntervalMs(heartbeatMs, ttlMs) };
     }
-    this.#observeAcquire('acquired', started);
 
-    // 10. Sanity check of the answer (no status write; backoff).
+    // 10. Sanity check of the answer. Nothing in an untrusted answer is recorded; it is handled like a
+    // failed call (kept only until the local deadline, retried within 1 s, HeartbeatHealthy=False),
+    // not with the error backoff, which grows far past any deadline while the central API misbehaves.
     const now = run.now();
-    const bad = checkCentralAnswer(res, run.holder, now);
+    const bad = checkCentralAnswer(res, run.holder, now, this.#highestToken(lease));
     if (bad !== undefined || res.expiresAt === undefined) {
+      this.#observeAcquire('error', started);
       run.log.error(
         {
           holder: res.holder,
@@ -284,8 +308,14 @@ export class BerthLeaseReconciler {
         },
         ReconcileError.invalidCentralResponse,
       );
-      throw new Error(ReconcileError.invalidCentralResponse);
+      return this.#acquireFailed(
+        run,
+        new Error(ReconcileError.invalidCentralResponse),
+        heartbeatMs,
+        activeDeadline,
+      );
     }
+    this.#observeAcquire('acquired', started);
 
     // 11. Local deadline.
     const deadline = ownershipDeadline(start, ttlMs, res.expiresAt);
@@ -331,6 +361,7 @@ export class BerthLeaseReconciler {
         run.stamp(),
       ),
     );
+    this.#noteToken(lease, res.fencingToken);
     // 14. Activation (managed).
     if (lease.spec.target !== undefined) await this.#workloads.activate(run);
     // 15.
@@ -522,6 +553,23 @@ export class BerthLeaseReconciler {
 
   #forget(namespace: string, name: string): void {
     this.#metrics?.held.remove({ namespace, name });
+    this.#tokens.delete(`${namespace}/${name}`);
+  }
+
+  /** The highest fencing token this lease object was seen with: in its status, or held since start. */
+  #highestToken(lease: BerthLease): number {
+    const { namespace = '', name, uid = '' } = lease.metadata;
+    const seen = this.#tokens.get(`${namespace}/${name}`);
+    return Math.max(
+      lease.status?.fencingToken ?? 0,
+      lease.status?.workload?.token ?? 0,
+      seen?.uid === uid ? seen.token : 0,
+    );
+  }
+
+  #noteToken(lease: BerthLease, token: number): void {
+    const { namespace = '', name, uid = '' } = lease.metadata;
+    this.#tokens.set(`${namespace}/${name}`, { uid, token: Math.max(token, this.#highestToken(lease)) });
   }
 
   #onWritten(before: BerthLeaseStatus | undefined, after: BerthLease): void {

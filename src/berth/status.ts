@@ -183,6 +183,23 @@ export function waitingStatus(
 }
 
 /** §2.3 step 8: only `HeartbeatHealthy=False/AcquireFailed`; state, token and Acquired untouched. */
+/**
+ * Not in the original: `HeartbeatHealthy=False/TargetUnverified` while an Active target cannot be read;
+ * the ownership is not renewed, so the workload stops at its deadline unless a read succeeds first.
+ */
+export function targetUnverifiedStatus(
+  status: BerthLeaseStatus | undefined,
+  message: string,
+  stamp: StatusStamp,
+): BerthLeaseStatus {
+  return withConditions(stamped(status, stamp), stamp, {
+    type: ConditionType.HeartbeatHealthy,
+    status: 'False',
+    reason: ConditionReason.TargetUnverified,
+    message: `target not verified: ${message}`,
+  });
+}
+
 export function acquireFailedStatus(
   status: BerthLeaseStatus | undefined,
   message: string,

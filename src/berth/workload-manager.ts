@@ -39,6 +39,8 @@ export type TargetVerdict =
       message: string;
       /** Reconcile again after this long; undefined waits for the next change of the object. */
       retryAfterMs: number | undefined;
+      /** The target could not be read (API error, not NotFound): nothing definite is known about it. */
+      transient?: boolean;
     };
 
 /** How far a stop got: `pending` until every managed Pod is terminal or gone (requeue after 1 s). */

@@ -176,6 +176,55 @@ describe('activation', () => {
     expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(0);
   });
 
+  it('a failed read of an Active target keeps it until the deadline, unrenewed; a missing one stops at once', async () => {
+    const w = setup();
+    w.central.acquireAnswers = [acquired('cluster-east', 7, T0)];
+    await w.reconcile();
+    const deadline = Date.parse(w.store.stored('web').status?.workload?.deadline ?? '');
+    const acquires = w.central.of('acquire').length;
+
+    // A 500 on the target GET: no stop, no renewal, HeartbeatHealthy=False, retried within 1 s.
+    w.api.failures.set('get Deployment/web', [new Error('HTTP 500: etcdserver: leader changed')]);
+    expect(await w.reconcile()).toEqual({ requeueAfter: 1_000 });
+    const kept = w.store.stored('web').status;
+    expect(kept?.workload?.phase).toBe('Active');
+    expect(findCondition(kept, 'HeartbeatHealthy')).toMatchObject({
+      status: 'False',
+      reason: 'TargetUnverified',
+      message: 'target not verified: HTTP 500: etcdserver: leader changed',
+    });
+    expect(w.central.of('acquire')).toHaveLength(acquires);
+    expect(w.central.of('release')).toEqual([]);
+    expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(3);
+
+    // The read works again: renewed with the same token.
+    w.central.acquireAnswers = [acquired('cluster-east', 7, w.clock.now())];
+    await w.reconcile();
+    expect(w.store.stored('web').status?.workload).toMatchObject({ phase: 'Active', token: 7 });
+    expect(findCondition(w.store.stored('web').status, 'HeartbeatHealthy')?.reason).toBe('Heartbeating');
+
+    // Failing reads until the deadline passes: stopped and released then.
+    const renewed = Date.parse(w.store.stored('web').status?.workload?.deadline ?? '');
+    expect(renewed).toBeGreaterThanOrEqual(deadline);
+    w.api.failures.set('get Deployment/web', [new Error('HTTP 503')]);
+    w.clock.advance(renewed - w.clock.now() - 500);
+    expect(await w.reconcile()).toEqual({ requeueAfter: 500 });
+    expect(w.store.stored('web').status?.workload?.phase).toBe('Active');
+    // At the deadline step 4's forced stop comes first (it needs no verification).
+    w.clock.advance(500);
+    await w.reconcile();
+    expect(w.central.of('release').map((c) => c.fencingToken)).toEqual([7]);
+    expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(0);
+
+    // NotFound is definite: an Active workload whose target is gone stops at once (the original's rule).
+    const x = setup();
+    x.central.acquireAnswers = [acquired('cluster-east', 7, T0)];
+    await x.reconcile();
+    x.api.objects.delete('Deployment/web');
+    await x.reconcile();
+    expect(x.central.of('release').map((c) => c.fencingToken)).toEqual([7]);
+  });
+
   it('a lease in the operator namespace is refused before any central call', async () => {
     const w = setup();
     const lease = w.store.create('ops', spec({ leaseName: 'ops' }));

@@ -252,7 +252,7 @@ describe('BerthLeaseReconciler (lease-only)', () => {
     expect(findCondition(store.stored('l').status, 'HeartbeatHealthy')).toMatchObject({ status: 'True' });
   });
 
-  it('refuses an answer that fails the sanity check, writing nothing', async () => {
+  it('refuses an answer that fails the sanity check: nothing of it recorded, retried like a failed call', async () => {
     const { reconcile, store, central, clock } = setup();
     store.create('l', leaseOnlySpec());
     for (const bad of [
@@ -261,9 +261,27 @@ describe('BerthLeaseReconciler (lease-only)', () => {
       { ...acquired('cluster-east', 1, clock.now()), expiresAt: clock.now() },
     ]) {
       central.acquireAnswers = [bad];
-      await expect(reconcile('l')).rejects.toThrow(ReconcileError.invalidCentralResponse);
+      expect(await reconcile('l')).toEqual({ requeueAfter: 1_000 });
+      const status = store.stored('l').status;
+      expect(status?.leaseState).toBeUndefined();
+      expect(status?.fencingToken).toBeUndefined();
+      expect(findCondition(status, 'Acquired')).toBeUndefined();
+      expect(findCondition(status, 'HeartbeatHealthy')).toMatchObject({
+        status: 'False',
+        reason: 'AcquireFailed',
+        message: ReconcileError.invalidCentralResponse,
+      });
     }
-    expect(store.statusWrites()).toBe(0);
+    // A token below the one held is refused too.
+    central.acquireAnswers = [acquired('cluster-east', 7, clock.now())];
+    await reconcile('l');
+    expect(store.stored('l').status).toMatchObject({ leaseState: 'held', fencingToken: 7 });
+    central.acquireAnswers = [acquired('cluster-east', 6, clock.now())];
+    expect(await reconcile('l')).toEqual({ requeueAfter: 1_000 });
+    expect(store.stored('l').status).toMatchObject({ leaseState: 'held', fencingToken: 7 });
+    expect(findCondition(store.stored('l').status, 'HeartbeatHealthy')?.message).toBe(
+      ReconcileError.invalidCentralResponse,
+    );
   });
 
   it('an answer that arrives after the local deadline is not recorded as held', async () => {

@@ -1,0 +1,52 @@
+// The soak runner (`npm run soak`, test/soak/) in a tiny configuration: a few seconds of churn and
+// faults against two clusters, with a fencing token deliberately moved backwards halfway through. The
+// run must notice exactly that breach and fail on it, while everything else works (churn happened,
+// health was sampled, the leases converged after the faults). The CLI refuses bad arguments.
+import { execFile } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_OPTIONS, runSoak } from '../../soak/soak.ts';
+
+describe('npm run soak', () => {
+  it('a tiny run fails on an injected invariant breach, and only on that', async () => {
+    const lines: string[] = [];
+    const summary = await runSoak({
+      ...DEFAULT_OPTIONS,
+      durationMs: 2_000,
+      seed: 42,
+      sampleMs: 500,
+      churnEveryMs: 100,
+      faultChance: 0.3,
+      limits: { workloads: 2, leaseOnly: 2, nodes: 2, agents: 2 },
+      injectBreach: true,
+      log: (line) => lines.push(line),
+    });
+    expect(summary.ok).toBe(false);
+    expect(summary.breaches).toHaveLength(1);
+    expect(summary.breaches[0]).toMatchObject({ kind: 'token-decrease' });
+    expect(lines.some((l) => l.startsWith('injected: '))).toBe(true);
+    // Event-loop lag depends on the machine: not asserted here.
+    expect(summary.failures.filter((f) => !f.startsWith('event-loop lag'))).toEqual([
+      '1 invariant breach(es)',
+    ]);
+    expect(summary.convergence).toMatchObject({ ok: true, pending: [] });
+    const actions = Object.values(summary.actions).reduce((n, a) => n + a.ok + a.failed, 0);
+    expect(actions).toBeGreaterThan(5);
+    expect(summary.health.samples).toBeGreaterThan(2);
+    expect(summary.health.handles.first).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('refuses bad arguments with its usage, exit code 2', async () => {
+    const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['test/soak/run.ts', '--minutes', 'soon'],
+        { timeout: 20_000 },
+        (err, _stdout, stderr) => resolve({ code: (err as { code?: number } | null)?.code ?? 0, stderr }),
+      );
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      '--minutes: want a positive number, got soon\nusage: npm run soak -- [--minutes N] [--seed S] [--inject-breach]\n',
+    );
+  });
+});

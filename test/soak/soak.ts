@@ -1,0 +1,224 @@
+// One soak run: the world (world.ts) under churn (churn.ts) and random faults (faults.ts), the invariant
+// monitor on, process health sampled (sampler.ts). At the end faults are removed and every live lease
+// must converge (each managed workload running in exactly one cluster with its replicas, each lease
+// held by exactly one cluster) within a bound. The run fails on an invariant breach, no convergence, a
+// leak trend, or event-loop lag p99 above 100 ms.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { V1Pod } from '@kubernetes/client-node';
+import { mergePatch } from '../helpers/api.ts';
+import type { Breach } from '../helpers/invariants.ts';
+import { GATE } from '../integration/managed/harness.ts';
+import { type ActionCounts, Churn, type ChurnLimits } from './churn.ts';
+import { FaultInjector } from './faults.ts';
+import { Random } from './random.ts';
+import { type HealthSummary, LAG_P99_LIMIT_MS, leaks, Sampler } from './sampler.ts';
+import { startWorld, type World } from './world.ts';
+
+export interface SoakOptions {
+  durationMs: number;
+  seed: number;
+  /** Health sample and progress line period. */
+  sampleMs: number;
+  /** Pause between churn actions. */
+  churnEveryMs: number;
+  /** Chance per second that a cluster without a fault gets one (API or central). */
+  faultChance: number;
+  limits: ChurnLimits;
+  convergeTimeoutMs: number;
+  /** Writes a fencing token that goes backwards halfway through (proves the run fails on a breach). */
+  injectBreach: boolean;
+  log: (line: string) => void;
+}
+
+export const DEFAULT_OPTIONS: Omit<SoakOptions, 'durationMs' | 'seed' | 'log'> = {
+  sampleMs: 5_000,
+  churnEveryMs: 400,
+  faultChance: 0.15,
+  limits: { workloads: 6, leaseOnly: 6, nodes: 4, agents: 6 },
+  convergeTimeoutMs: 60_000,
+  injectBreach: false,
+};
+
+export interface SoakSummary {
+  ok: boolean;
+  failures: string[];
+  seed: number;
+  durationS: number;
+  actions: ActionCounts;
+  faults: Record<string, number>;
+  convergence: { ok: boolean; seconds: number; pending: string[] };
+  breaches: Breach[];
+  monitorWatchRestarts: number;
+  health: HealthSummary;
+  /** Objects stored per cluster at the end (what the sandboxes' share of the heap is made of). */
+  objects: Record<string, Record<string, number>>;
+}
+
+const COUNTED: Array<[string, string, string]> = [
+  ['events', 'events.k8s.io', 'events'],
+  ['pods', '', 'pods'],
+  ['berthleases', 'berth.skaphos.io', 'berthleases'],
+  ['replicasets', 'apps', 'replicasets'],
+];
+
+const isRunningPod = (p: V1Pod): boolean =>
+  p.status?.phase === 'Running' &&
+  !p.metadata?.deletionTimestamp &&
+  !(p.spec?.schedulingGates ?? []).some((g) => g.name === GATE);
+
+/** What still differs from the converged state (empty when converged). */
+async function pendingConvergence(world: World, churn: Churn): Promise<string[]> {
+  const pending: string[] = [];
+  for (const [name, replicas] of churn.workloads) {
+    const states = await Promise.all(
+      world.sites.map(async (s) => ({
+        site: s.name,
+        held: (await s.cluster.lease(name))?.status?.leaseState === 'held',
+        running: (await s.cluster.pods(`app=${name}`)).filter(isRunningPod).length,
+      })),
+    );
+    const holders = states.filter((s) => s.held);
+    const ok =
+      holders.length === 1 && states.every((s) => (s.held ? s.running === replicas : s.running === 0));
+    if (!ok)
+      pending.push(
+        `${name}: ${states.map((s) => `${s.site} held=${s.held} running=${s.running}`).join(', ')} (want ${replicas})`,
+      );
+  }
+  for (const name of churn.leaseOnlyNames()) {
+    const held = await Promise.all(
+      world.sites.map(async (s) => (await s.cluster.lease(name))?.status?.leaseState === 'held'),
+    );
+    if (held.filter(Boolean).length !== 1)
+      pending.push(`${name}: held in ${held.filter(Boolean).length} clusters`);
+  }
+  return pending;
+}
+
+/** The BerthLease statuses of a name in every cluster, for a breach report. */
+async function leaseStates(world: World, name: string): Promise<string> {
+  const states = await Promise.all(
+    world.sites.map(async (s) => {
+      const st = (await s.cluster.lease(name).catch(() => undefined))?.status;
+      const conditions = (st?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`).join(' ');
+      return `${s.name}: ${st?.leaseState} token=${st?.fencingToken} phase=${st?.workload?.phase} deadline=${st?.workload?.deadline} ${conditions}`;
+    }),
+  );
+  return states.join(' | ');
+}
+
+/** A fencing token that goes up and back down in one cluster's status (restored, so nothing locks up). */
+async function injectTokenDecrease(world: World, log: (line: string) => void): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    for (const site of world.sites) {
+      const list = (await site.cluster.custom.listNamespacedCustomObject({ ...site.cluster.ref() })) as {
+        items: Array<{ metadata: { name: string }; status?: { fencingToken?: number } }>;
+      };
+      const held = list.items.find((l) => (l.status?.fencingToken ?? 0) > 0);
+      if (held === undefined) continue;
+      const token = held.status?.fencingToken ?? 0;
+      const write = (fencingToken: number) =>
+        site.cluster.custom.patchNamespacedCustomObjectStatus(
+          { ...site.cluster.ref(), name: held.metadata.name, body: { status: { fencingToken } } },
+          mergePatch,
+        );
+      await write(token + 1);
+      await write(token);
+      log(`injected: ${site.name} BerthLease ${held.metadata.name} fencingToken ${token + 1} -> ${token}`);
+      return;
+    }
+    await sleep(200);
+  }
+  log('injection: no held lease found');
+}
+
+export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
+  const random = new Random(o.seed);
+  const started = Date.now();
+  o.log(`soak: seed ${o.seed}, ${Math.round(o.durationMs / 1000)} s; starting two clusters`);
+  const world = await startWorld();
+  const sampler = new Sampler();
+  const churn = new Churn(world.sites, random, o.limits);
+  const faults = new FaultInjector(world.sites, random, o.log);
+  let convergence: SoakSummary['convergence'] = { ok: false, seconds: 0, pending: [] };
+  let health: HealthSummary | undefined;
+  const objects: SoakSummary['objects'] = {};
+  try {
+    sampler.start(o.sampleMs);
+    const end = Date.now() + o.durationMs;
+    let injected = !o.injectBreach;
+    let nextProgress = Date.now() + o.sampleMs;
+    let nextFaultTick = Date.now();
+    let reported = 0;
+    while (Date.now() < end) {
+      const stepStart = Date.now();
+      await churn.step();
+      if (Date.now() >= nextFaultTick) {
+        await faults.tick(o.faultChance);
+        nextFaultTick += 1_000;
+      }
+      if (!injected && Date.now() >= end - o.durationMs / 2) {
+        injected = true;
+        await injectTokenDecrease(world, o.log);
+      }
+      for (const b of world.monitor.breaches().slice(reported)) {
+        reported++;
+        o.log(`BREACH ${b.kind} ${b.key} [${b.clusters.join(', ')}]: ${b.detail}`);
+        o.log(`  leases: ${await leaseStates(world, b.key.split('/')[1] ?? '')}`);
+        o.log(`  faults in force: ${faults.active().join('; ') || 'none'}`);
+      }
+      if (Date.now() >= nextProgress) {
+        nextProgress += o.sampleMs;
+        const last = sampler.samples[sampler.samples.length - 1];
+        o.log(
+          `soak: ${Math.round((Date.now() - started) / 1000)} s, ${churn.workloads.size} workloads, ` +
+            `running east=${world.monitor.running('east')} west=${world.monitor.running('west')}, ` +
+            `breaches ${world.monitor.breaches().length}, rss ${last?.rssMB} MB, handles ${last?.handles}, ` +
+            `lag p99 ${last?.lagP99Ms} ms`,
+        );
+      }
+      await sleep(Math.max(0, o.churnEveryMs - (Date.now() - stepStart)));
+    }
+    // Health is judged over the churn; the convergence polling below is the runner's own load.
+    health = sampler.stop();
+    await faults.clear();
+    o.log('soak: churn and faults stopped; waiting for convergence');
+    const convergeStart = Date.now();
+    let pending = await pendingConvergence(world, churn);
+    while (pending.length > 0 && Date.now() - convergeStart < o.convergeTimeoutMs) {
+      await sleep(500);
+      pending = await pendingConvergence(world, churn);
+    }
+    convergence = { ok: pending.length === 0, seconds: (Date.now() - convergeStart) / 1000, pending };
+    await world.monitor.settle();
+    for (const site of world.sites)
+      objects[site.name] = Object.fromEntries(
+        COUNTED.map(([label, group, resource]) => [label, site.cluster.t.sandbox.count(group, resource)]),
+      );
+  } finally {
+    if (health === undefined) sampler.stop();
+    await world.stop();
+  }
+  const breaches = world.monitor.breaches();
+  const failures: string[] = [];
+  if (breaches.length > 0) failures.push(`${breaches.length} invariant breach(es)`);
+  if (!convergence.ok) failures.push(`no convergence within ${o.convergeTimeoutMs / 1000} s`);
+  failures.push(...leaks(health, sampler.samples));
+  if (health.lag.p99Ms > LAG_P99_LIMIT_MS)
+    failures.push(`event-loop lag p99 ${health.lag.p99Ms} ms above ${LAG_P99_LIMIT_MS} ms`);
+  return {
+    ok: failures.length === 0,
+    failures,
+    seed: o.seed,
+    durationS: (Date.now() - started) / 1000,
+    actions: churn.counts,
+    faults: faults.counts,
+    convergence,
+    breaches,
+    monitorWatchRestarts: world.monitor.watchErrors(),
+    health,
+    objects,
+  };
+}
