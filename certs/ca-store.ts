@@ -2,7 +2,13 @@
 // race-safe: create (whoever comes first wins; the others get AlreadyExists and read the winner's), and
 // replace guarded by the resourceVersion that was read (a 409 means someone else wrote first: re-read).
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { isAlreadyExists, isConflict, isNotFound } from '../src/kube/client.ts';
+import {
+  DispatcherReuse,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  typedRequestOptions,
+} from '../src/kube/client.ts';
 
 /** The Secret's data, decoded (PEM strings by key). */
 export type CaData = Record<string, string>;
@@ -50,9 +56,12 @@ export class SecretCaStore implements CaStore {
   readonly #name: string;
   /** The last Secret read or written, so a replace keeps labels, annotations and type set by others. */
   #last: V1Secret | undefined;
+  readonly #options: ReturnType<typeof typedRequestOptions>;
 
   constructor(options: SecretCaStoreOptions) {
     this.#api = options.kc.makeApiClient(CoreV1Api);
+    // One connection pool for every call: client-node would open a TCP + TLS connection per call.
+    this.#options = typedRequestOptions({ pool: new DispatcherReuse() });
     this.#namespace = options.namespace;
     this.#name = options.name;
     this.description = `secret ${options.namespace}/${options.name}`;
@@ -61,7 +70,7 @@ export class SecretCaStore implements CaStore {
   async read(): Promise<StoredCa | undefined> {
     try {
       return this.#stored(
-        await this.#api.readNamespacedSecret({ name: this.#name, namespace: this.#namespace }),
+        await this.#api.readNamespacedSecret({ name: this.#name, namespace: this.#namespace }, this.#options),
       );
     } catch (err) {
       if (isNotFound(err)) {
@@ -81,7 +90,9 @@ export class SecretCaStore implements CaStore {
       data: encode(data),
     };
     try {
-      return this.#stored(await this.#api.createNamespacedSecret({ namespace: this.#namespace, body }));
+      return this.#stored(
+        await this.#api.createNamespacedSecret({ namespace: this.#namespace, body }, this.#options),
+      );
     } catch (err) {
       if (isAlreadyExists(err)) return 'exists';
       throw err;
@@ -106,7 +117,10 @@ export class SecretCaStore implements CaStore {
     delete body.metadata?.managedFields;
     try {
       return this.#stored(
-        await this.#api.replaceNamespacedSecret({ name: this.#name, namespace: this.#namespace, body }),
+        await this.#api.replaceNamespacedSecret(
+          { name: this.#name, namespace: this.#namespace, body },
+          this.#options,
+        ),
       );
     } catch (err) {
       // Deleted since it was read: the caller re-reads and creates.

@@ -21,7 +21,14 @@ import {
   type V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import type { Counter, Registry } from 'prom-client';
-import { isConflict, isNotFound, KubeTransport, mergePatchOptions } from '../src/kube/client.ts';
+import {
+  DispatcherReuse,
+  isConflict,
+  isNotFound,
+  KubeTransport,
+  mergePatchOptions,
+  typedRequestOptions,
+} from '../src/kube/client.ts';
 import type { Clock } from '../src/kube/clock.ts';
 import { Controller, type ReconcileContext, type ReconcileResult } from '../src/kube/controller.ts';
 import { Informer } from '../src/kube/informer.ts';
@@ -95,6 +102,9 @@ export class CaBundleReconciler {
     this.#o = options;
     this.#transport = new KubeTransport(options.kc);
     const api = options.kc.makeApiClient(AdmissionregistrationV1Api);
+    // One connection pool for all four calls: client-node would open a TCP + TLS connection per call.
+    const pool = new DispatcherReuse();
+    const reads = typedRequestOptions({ pool });
     const mutating = options.mutatingWebhookConfiguration;
     const validating = options.validatingWebhookConfiguration;
     const targets: Array<Target & { plural: string }> = [
@@ -102,16 +112,17 @@ export class CaBundleReconciler {
         kind: 'MutatingWebhookConfiguration',
         plural: 'mutatingwebhookconfigurations',
         name: mutating,
-        read: () => api.readMutatingWebhookConfiguration({ name: mutating }),
-        patch: (body) => api.patchMutatingWebhookConfiguration({ name: mutating, body }, mergePatchOptions()),
+        read: () => api.readMutatingWebhookConfiguration({ name: mutating }, reads),
+        patch: (body) =>
+          api.patchMutatingWebhookConfiguration({ name: mutating, body }, mergePatchOptions(pool)),
       },
       {
         kind: 'ValidatingWebhookConfiguration',
         plural: 'validatingwebhookconfigurations',
         name: validating,
-        read: () => api.readValidatingWebhookConfiguration({ name: validating }),
+        read: () => api.readValidatingWebhookConfiguration({ name: validating }, reads),
         patch: (body) =>
-          api.patchValidatingWebhookConfiguration({ name: validating, body }, mergePatchOptions()),
+          api.patchValidatingWebhookConfiguration({ name: validating, body }, mergePatchOptions(pool)),
       },
     ];
     const common = {

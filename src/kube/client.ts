@@ -533,12 +533,16 @@ export { PatchStrategy };
  * Options for a typed client-node patch call selecting the patch format; typed clients otherwise send
  * JSON Patch (`application/json-patch+json`). Custom resources reject strategic merge patch (415).
  */
-export function patchOptions(strategy: PatchStrategy): ReturnType<typeof setHeaderOptions> {
-  return setHeaderOptions('Content-Type', strategy);
+export function patchOptions(
+  strategy: PatchStrategy,
+  pool?: DispatcherReuse,
+): ReturnType<typeof setHeaderOptions> {
+  return setHeaderOptions('Content-Type', strategy, pool ? typedRequestOptions({ pool }) : undefined);
 }
 
-export const mergePatchOptions = (): ReturnType<typeof setHeaderOptions> =>
-  patchOptions(PatchStrategy.MergePatch);
+/** A merge patch; with `pool`, on that pool's connections (see DispatcherReuse). */
+export const mergePatchOptions = (pool?: DispatcherReuse): ReturnType<typeof setHeaderOptions> =>
+  patchOptions(PatchStrategy.MergePatch, pool);
 export const jsonPatchOptions = (): ReturnType<typeof setHeaderOptions> =>
   patchOptions(PatchStrategy.JsonPatch);
 export const strategicMergePatchOptions = (): ReturnType<typeof setHeaderOptions> =>

@@ -17,7 +17,15 @@ import {
   type V1ObjectReference,
 } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.ts';
-import { describeError, isAlreadyExists, isNotFound, mergePatchOptions, statusCodeOf } from './client.ts';
+import {
+  DispatcherReuse,
+  describeError,
+  isAlreadyExists,
+  isNotFound,
+  mergePatchOptions,
+  statusCodeOf,
+  typedRequestOptions,
+} from './client.ts';
 import { type Clock, realClock } from './clock.ts';
 
 export type EventType = 'Normal' | 'Warning';
@@ -46,10 +54,13 @@ export interface EventSink {
 
 export function eventSinkFor(kc: KubeConfig): EventSink {
   const api = kc.makeApiClient(EventsV1Api);
+  // One connection pool for every event: client-node would open a TCP + TLS connection per call.
+  const pool = new DispatcherReuse();
+  const options = typedRequestOptions({ pool });
   return {
-    create: (namespace, body) => api.createNamespacedEvent({ namespace, body }),
+    create: (namespace, body) => api.createNamespacedEvent({ namespace, body }, options),
     patch: (namespace, name, body) =>
-      api.patchNamespacedEvent({ namespace, name, body }, mergePatchOptions()),
+      api.patchNamespacedEvent({ namespace, name, body }, mergePatchOptions(pool)),
   };
 }
 

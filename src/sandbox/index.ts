@@ -82,6 +82,8 @@ export interface Sandbox {
   services: SandboxServices;
   /** Number of objects stored for a resource (`group/resource`, '' group for core). */
   count(group: string, resource: string): number;
+  /** TCP connections accepted so far (tests check that clients reuse theirs). */
+  connectionsAccepted(): number;
   stop(): Promise<void>;
 }
 
@@ -274,7 +276,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   // Every accepted connection, TLS handshake done or not: stop() destroys them all, so that a client
   // that connected but never finished (or never started) its handshake cannot hold server.close().
   const sockets = new Set<Socket>();
+  let accepted = 0;
   server.on('connection', (socket: Socket) => {
+    accepted++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -299,6 +303,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       unmap: (namespace, name) => serviceRoutes.unmap(namespace, name),
     },
     count: (group, resource) => store.count(typeKey(group, resource)),
+    connectionsAccepted: () => accepted,
     async stop() {
       await simulator?.stop();
       controllers?.stop();

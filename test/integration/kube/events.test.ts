@@ -102,6 +102,22 @@ describe('EventRecorder against the sandbox', () => {
     expect(list.find((e) => e.reason === 'Reconciled')?.series).toBeUndefined();
   });
 
+  it('writes every event (creates and series patches) over one connection', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'ev-pool' } } });
+    const cm = await core.createNamespacedConfigMap({
+      namespace: 'ev-pool',
+      body: { metadata: { name: 'x' } },
+    });
+    const { rec } = recorder();
+    const before = t.sandbox.connectionsAccepted();
+    for (let i = 0; i < 10; i++) {
+      await rec.normal({ ...cm, apiVersion: 'v1', kind: 'ConfigMap' }, `Reason${i % 3}`, 'Act', `note ${i}`);
+    }
+    expect((await events('ev-pool')).length).toBe(3);
+    // The events read above is one more connection (the test's transport may open it now).
+    expect(t.sandbox.connectionsAccepted() - before).toBeLessThanOrEqual(2);
+  });
+
   it('puts events about cluster-scoped objects in the default namespace and survives API failures', async () => {
     const { rec, lines } = recorder();
     const ns = await core.readNamespace({ name: 'kube-public' });
