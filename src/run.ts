@@ -14,6 +14,7 @@ import { AdmissionServer } from '../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../webhooks/workload-admission.ts';
 import { type BerthConfig, berthFlags, leaseClientFor, parseBerthConfig } from './berth/config.ts';
 import { BerthLeaseController } from './berth/controller.ts';
+import { leaderFailoverBoundMs } from './berth/failover-margin.ts';
 import { ManagedWorkloads } from './berth/managed-workloads.ts';
 import { CENTRAL_READINESS_CHECK, centralReadinessCheck } from './berth/readiness.ts';
 import type { CommandSpec, FlagValues } from './cli.ts';
@@ -115,7 +116,13 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     reportingInstance: identity.slice(0, 128),
     logger,
   });
-  if (features.berth.apiServer !== '') addBerthLeases(manager, deps, { transport, recorder, registry });
+  if (features.berth.apiServer !== '') {
+    // With leader election a crashed leader is replaced within this; leases must outlast it.
+    const failoverBoundMs = config.leaderElect
+      ? leaderFailoverBoundMs(config.leaderElectionLeaseDuration, config.leaderElectionRetryPeriod)
+      : undefined;
+    addBerthLeases(manager, deps, { transport, recorder, registry, failoverBoundMs });
+  }
   if (features.webhook.enableWorkloadAdmission) addWorkloadAdmission(manager, deps, registry);
   if (features.nodeTaint.enabled) {
     const guard = new NodeTaintGuard({ config: features.nodeTaint, transport, recorder, registry, logger });
@@ -140,7 +147,12 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
 function addBerthLeases(
   manager: Manager,
   deps: OperatorDeps,
-  shared: { transport: KubeTransport; recorder: EventRecorder; registry: Registry },
+  shared: {
+    transport: KubeTransport;
+    recorder: EventRecorder;
+    registry: Registry;
+    failoverBoundMs: number | undefined;
+  },
 ): void {
   const { features, logger, namespace } = deps;
   const config = features.berth;
@@ -180,6 +192,7 @@ function addBerthLeases(
     registry: shared.registry,
     logger,
     ...(managed ? { workloads: managed, handOverOnStop: true } : {}),
+    ...(shared.failoverBoundMs !== undefined ? { failoverBoundMs: shared.failoverBoundMs } : {}),
   });
   for (const runnable of leases.runnables()) manager.add(runnable);
   if (managed) {

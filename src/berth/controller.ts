@@ -71,6 +71,8 @@ export interface BerthLeaseControllerOptions {
   handOverOnStop?: boolean;
   /** Bound of the hand-over when stop() gets no grace signal. Default 30 s. */
   handOverTimeoutMs?: number;
+  /** See BerthLeaseReconcilerOptions.failoverBoundMs. */
+  failoverBoundMs?: number;
 }
 
 /**
@@ -130,6 +132,7 @@ export class BerthLeaseController {
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
       ...(options.managedStandby ? { managedStandby: options.managedStandby } : {}),
+      ...(options.failoverBoundMs !== undefined ? { failoverBoundMs: options.failoverBoundMs } : {}),
     });
     this.controller = new Controller({
       name: CONTROLLER_NAME,

@@ -45,6 +45,7 @@ import {
   WorkloadPhase,
   type WorkloadStatus,
 } from './api.ts';
+import { failoverMarginProblem } from './failover-margin.ts';
 import { type AcquireResult, isLeaseConflict, type LeaseClient, LeaseClientError } from './leaseclient.ts';
 import type { BerthLeaseApi } from './leaseio.ts';
 import { type AcquireOutcome, type BerthLeaseMetrics, berthLeaseMetrics } from './metrics.ts';
@@ -132,6 +133,11 @@ export interface BerthLeaseReconcilerOptions {
   writes?: WriteObserver;
   /** Default `wait`. */
   managedStandby?: ManagedStandby;
+  /**
+   * How long a crashed leader can leave leases unrenewed (`leaderFailoverBoundMs`); leases whose TTL
+   * does not outlast it get a Warning Event. Undefined: not checked (no leader election).
+   */
+  failoverBoundMs?: number;
 }
 
 /** How far one stopAndRelease got. */
@@ -161,6 +167,9 @@ export class BerthLeaseReconciler {
    * the status forgets the token once the lease is stopped, and a later answer below it is not trusted.
    */
   readonly #tokens = new Map<string, { uid: string; token: number }>();
+  readonly #failoverBoundMs: number | undefined;
+  /** `uid/generation` last checked against the failover bound, per lease key (one Warning per spec). */
+  readonly #marginChecked = new Map<string, string>();
 
   constructor(options: BerthLeaseReconcilerOptions) {
     if (options.leaseClient === undefined) throw new Error(ReconcileError.leaseClientRequired);
@@ -170,6 +179,7 @@ export class BerthLeaseReconciler {
     this.#workloads = options.workloads ?? leaseOnlyWorkloads(options.operatorNamespace);
     this.#clock = options.clock ?? realClock;
     this.#recorder = options.recorder;
+    this.#failoverBoundMs = options.failoverBoundMs;
     this.#metrics = options.registry === undefined ? undefined : berthLeaseMetrics(options.registry);
     this.#writes = options.writes;
     this.#managedStandby = options.managedStandby ?? 'wait';
@@ -208,6 +218,7 @@ export class BerthLeaseReconciler {
     this.#setHeld(lease);
     // 3. Every status write stamps observedGeneration (status.ts).
     const invalid = validateSpec(lease.spec);
+    if (invalid === undefined) this.#checkFailoverMargin(lease, ctx);
     // 4. Forced stop.
     const forced = forcedStopReason(lease, run.holder, invalid, run.now());
     if (forced !== undefined) {
@@ -551,9 +562,22 @@ export class BerthLeaseReconciler {
     this.#metrics?.held.set({ namespace, name }, claimsHeld(lease.status) ? 1 : 0);
   }
 
+  #checkFailoverMargin(lease: BerthLease, ctx: ReconcileContext): void {
+    const { namespace = '', name, uid = '', generation = 0 } = lease.metadata;
+    const key = `${namespace}/${name}`;
+    const checked = `${uid}/${generation}`;
+    if (this.#failoverBoundMs === undefined || this.#marginChecked.get(key) === checked) return;
+    this.#marginChecked.set(key, checked);
+    const problem = failoverMarginProblem(lease.spec, this.#failoverBoundMs);
+    if (problem === undefined) return;
+    ctx.log.warn({ ttlSeconds: lease.spec.ttlSeconds }, problem);
+    this.#event(lease, 'warning', LeaseEventReason.TTLBelowFailover, LeaseEventAction.Acquire, problem);
+  }
+
   #forget(namespace: string, name: string): void {
     this.#metrics?.held.remove({ namespace, name });
     this.#tokens.delete(`${namespace}/${name}`);
+    this.#marginChecked.delete(`${namespace}/${name}`);
   }
 
   /** The highest fencing token this lease object was seen with: in its status, or held since start. */

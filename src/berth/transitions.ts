@@ -18,6 +18,8 @@ export const LeaseEventReason = {
   Stopping: 'Stopping',
   /** Every managed Pod is terminal or gone and no managed Job is left. */
   Drained: 'Drained',
+  /** Not in the original: the TTL does not outlast an operator leader failover (failover-margin.ts). */
+  TTLBelowFailover: 'TTLBelowFailover',
 } as const;
 
 /** events.k8s.io/v1 `action` of each Event. */

@@ -22,7 +22,7 @@ import {
 
 const T0 = Date.UTC(2026, 8, 7, 9, 0, 0);
 
-function setup(o: { clusterIdentity?: string; operatorNamespace?: string } = {}) {
+function setup(o: { clusterIdentity?: string; operatorNamespace?: string; failoverBoundMs?: number } = {}) {
   const store = new FakeLeaseStore();
   const central = new ScriptedLeaseClient();
   const clock = new ManualClock(T0);
@@ -36,6 +36,7 @@ function setup(o: { clusterIdentity?: string; operatorNamespace?: string } = {})
     clock,
     recorder,
     registry,
+    ...(o.failoverBoundMs !== undefined ? { failoverBoundMs: o.failoverBoundMs } : {}),
   });
   const reconcile = (name: string, signal?: AbortSignal) =>
     reconciler.reconcile(`${NS}/${name}`, ctx(name, signal));
@@ -479,5 +480,41 @@ describe('parseBerthLease', () => {
     expect(() => parseBerthLease({ ...good, spec: { ...good.spec, semantics: 'exactly-once' } })).toThrow(
       /^BerthLease team-a\/l does not match its schema: spec\.semantics: /,
     );
+  });
+});
+
+describe('the failover margin (beyond the original)', () => {
+  it('warns once per spec when the TTL does not outlast a leader failover, and never otherwise', async () => {
+    const { reconcile, store, central, clock, recorder } = setup({ failoverBoundMs: 19_400 });
+    store.create('short', leaseOnlySpec({ ttlSeconds: 20, heartbeatIntervalSeconds: 5 }));
+    store.create('long', leaseOnlySpec({ ttlSeconds: 30, heartbeatIntervalSeconds: 10 }));
+    central.acquireAnswers = [
+      () => Promise.resolve(acquired('cluster-east', 1, clock.now(), 20_000)),
+      () => Promise.resolve(acquired('cluster-east', 2, clock.now())),
+      () => Promise.resolve(acquired('cluster-east', 1, clock.now(), 20_000)),
+    ];
+    await reconcile('short');
+    await reconcile('long');
+    await reconcile('short');
+    const warnings = recorder.events.filter((e) => e.reason === 'TTLBelowFailover');
+    expect(warnings).toEqual([
+      {
+        type: 'Warning',
+        reason: 'TTLBelowFailover',
+        action: 'Acquire',
+        name: 'short',
+        note: 'ttlSeconds 20 minus heartbeatIntervalSeconds 5 (15s) does not outlast an operator leader failover (up to 19.4s): if the leading replica crashes, another cluster can acquire the lease while this cluster still runs the workload',
+      },
+    ]);
+    // The lease is still served: the check only warns.
+    expect(store.stored('short').status?.leaseState).toBe('held');
+  });
+
+  it('is off without leader election', async () => {
+    const { reconcile, store, central, clock, recorder } = setup();
+    store.create('short', leaseOnlySpec({ ttlSeconds: 3, heartbeatIntervalSeconds: 1 }));
+    central.acquireAnswers = [acquired('cluster-east', 1, clock.now(), 3_000)];
+    await reconcile('short');
+    expect(recorder.reasons()).not.toContain('TTLBelowFailover');
   });
 });
