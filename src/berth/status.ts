@@ -182,7 +182,21 @@ export function waitingStatus(
   );
 }
 
-/** §2.3 step 8: only `HeartbeatHealthy=False/AcquireFailed`; state, token and Acquired untouched. */
+/** `HeartbeatHealthy=False` with `reason`; state, token and Acquired untouched. */
+function heartbeatUnhealthy(
+  status: BerthLeaseStatus | undefined,
+  reason: ConditionReason,
+  message: string,
+  stamp: StatusStamp,
+): BerthLeaseStatus {
+  return withConditions(stamped(status, stamp), stamp, {
+    type: ConditionType.HeartbeatHealthy,
+    status: 'False',
+    reason,
+    message,
+  });
+}
+
 /**
  * Not in the original: `HeartbeatHealthy=False/TargetUnverified` while an Active target cannot be read;
  * the ownership is not renewed, so the workload stops at its deadline unless a read succeeds first.
@@ -192,25 +206,21 @@ export function targetUnverifiedStatus(
   message: string,
   stamp: StatusStamp,
 ): BerthLeaseStatus {
-  return withConditions(stamped(status, stamp), stamp, {
-    type: ConditionType.HeartbeatHealthy,
-    status: 'False',
-    reason: ConditionReason.TargetUnverified,
-    message: `target not verified: ${message}`,
-  });
+  return heartbeatUnhealthy(
+    status,
+    ConditionReason.TargetUnverified,
+    `target not verified: ${message}`,
+    stamp,
+  );
 }
 
+/** §2.3 step 8: only `HeartbeatHealthy=False/AcquireFailed`; state, token and Acquired untouched. */
 export function acquireFailedStatus(
   status: BerthLeaseStatus | undefined,
   message: string,
   stamp: StatusStamp,
 ): BerthLeaseStatus {
-  return withConditions(stamped(status, stamp), stamp, {
-    type: ConditionType.HeartbeatHealthy,
-    status: 'False',
-    reason: ConditionReason.AcquireFailed,
-    message,
-  });
+  return heartbeatUnhealthy(status, ConditionReason.AcquireFailed, message, stamp);
 }
 
 /**
