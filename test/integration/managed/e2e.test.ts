@@ -6,6 +6,7 @@ import {
   type KubernetesObject,
   PatchStrategy,
   setHeaderOptions,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BerthLease, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
@@ -25,6 +26,7 @@ import {
 } from '../../../webhooks/configurations.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+import { Timeline } from '../../helpers/timeline.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 import {
   deploymentLease,
@@ -47,87 +49,6 @@ const REPLICAS = 2;
 const LEASE = 'singleton';
 const APP = 'app';
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-interface PodState {
-  running: boolean;
-  gated: boolean;
-}
-
-interface TimelineEvent {
-  at: number;
-  cluster: string;
-  pod: string;
-  change: 'running' | 'stopped' | 'ungated' | 'added' | 'removed';
-}
-
-/** Every Pod change in every cluster, in arrival order, with the invariant checked at each one. */
-class Timeline {
-  readonly events: TimelineEvent[] = [];
-  readonly violations: Array<{ at: number; running: Record<string, number> }> = [];
-  readonly #pods = new Map<string, Map<string, PodState>>();
-
-  observe(cluster: string, pod: KubernetesObject | undefined, uid: string, name: string): void {
-    const pods = this.#pods.get(cluster) ?? new Map<string, PodState>();
-    this.#pods.set(cluster, pods);
-    const before = pods.get(uid);
-    const at = performance.now();
-    if (pod === undefined) {
-      pods.delete(uid);
-      if (before?.running) this.events.push({ at, cluster, pod: name, change: 'stopped' });
-      this.events.push({ at, cluster, pod: name, change: 'removed' });
-    } else {
-      const spec = (pod as { spec?: { nodeName?: string; schedulingGates?: Array<{ name: string }> } }).spec;
-      const phase = (pod as { status?: { phase?: string } }).status?.phase;
-      const now: PodState = {
-        running: !!spec?.nodeName && phase !== 'Succeeded' && phase !== 'Failed',
-        gated: (spec?.schedulingGates ?? []).some((g) => g.name === GATE),
-      };
-      pods.set(uid, now);
-      if (before === undefined) this.events.push({ at, cluster, pod: name, change: 'added' });
-      if (before?.gated !== false && !now.gated)
-        this.events.push({ at, cluster, pod: name, change: 'ungated' });
-      if (now.running && !before?.running) this.events.push({ at, cluster, pod: name, change: 'running' });
-      if (!now.running && before?.running) this.events.push({ at, cluster, pod: name, change: 'stopped' });
-    }
-    const running = this.running();
-    if (Object.values(running).filter((n) => n > 0).length > 1) this.violations.push({ at, running });
-  }
-
-  /** Running replicas per cluster now. */
-  running(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [cluster, pods] of this.#pods)
-      out[cluster] = [...pods.values()].filter((p) => p.running).length;
-    return out;
-  }
-
-  /** The cluster running exactly `n` replicas while the others run none, if any. */
-  soleRunner(n: number): string | undefined {
-    const running = Object.entries(this.running());
-    const active = running.filter(([, count]) => count > 0);
-    return active.length === 1 && active[0]?.[1] === n ? active[0][0] : undefined;
-  }
-
-  /** Per ungated Pod: from its creation to the removal of its gate, as the watch saw them (ms). */
-  gateLatencies(): number[] {
-    const added = new Map<string, number>();
-    const out: number[] = [];
-    for (const e of this.events) {
-      const key = `${e.cluster}/${e.pod}`;
-      if (e.change === 'added') added.set(key, e.at);
-      if (e.change === 'ungated' && added.has(key)) out.push(e.at - (added.get(key) ?? e.at));
-    }
-    return out;
-  }
-
-  last(cluster: string, change: TimelineEvent['change'], since = 0): TimelineEvent | undefined {
-    return this.events.filter((e) => e.cluster === cluster && e.change === change && e.at >= since).at(-1);
-  }
-
-  first(cluster: string, change: TimelineEvent['change'], since = 0): TimelineEvent | undefined {
-    return this.events.find((e) => e.cluster === cluster && e.change === change && e.at >= since);
-  }
-}
 
 interface RunningOperator {
   manager: Manager;
@@ -157,11 +78,11 @@ class Cluster {
       transport: this.#transport,
       resource: { version: 'v1', plural: 'pods', namespace: NS },
     });
-    const key = (p: KubernetesObject) => [p.metadata?.uid ?? '', p.metadata?.name ?? ''] as const;
+    const key = (p: KubernetesObject) => [p.metadata?.name ?? '', p.metadata?.uid ?? ''] as const;
     this.#watch.addEventHandler({
-      onAdd: (p) => timeline.observe(name, p, ...key(p)),
-      onUpdate: (_old, p) => timeline.observe(name, p, ...key(p)),
-      onDelete: (p) => timeline.observe(name, undefined, ...key(p)),
+      onAdd: (p) => timeline.observe(name, ...key(p), p as V1Pod),
+      onUpdate: (_old, p) => timeline.observe(name, ...key(p), p as V1Pod),
+      onDelete: (p) => timeline.observe(name, ...key(p), undefined),
     });
   }
 
