@@ -7,12 +7,14 @@
 // with code 400, a handler error with 500, a review that runs past its deadline (from `?timeout=`, at most
 // 5 s) with 504; nothing that fails is ever allowed.
 // Keep-alive outlasts the API server's 90 s idle timeout, so it never writes to a connection we closed.
+// Slow or idle clients cannot hold connections: the TLS handshake, the request headers and the whole
+// request each have a deadline, enforced every second (see ServerTimeouts).
 // Certificates hot-swap through setSecureContext without dropping connections.
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { type SecureContextOptions, connect as tlsConnect } from 'node:tls';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { LOCAL_TIMEOUT_MS } from '../src/berth/api.ts';
 import { type Clock, realClock } from '../src/kube/clock.ts';
@@ -21,11 +23,14 @@ import type { Logger } from '../src/observability/logger.ts';
 import { type WebhookMetrics, webhookMetrics } from './metrics.ts';
 import {
   type AdmissionRequest,
+  type AdmissionReview,
   admissionReviewSchema,
   answerApiVersion,
   type Decision,
   deny,
   describeIssues,
+  isAdmissionReview,
+  mayHoldPrototypeKey,
   prototypeKey,
   reviewResponse,
   usableUid,
@@ -38,6 +43,23 @@ export const MAX_BODY_BYTES = 7 * 1024 * 1024;
 export const KEEP_ALIVE_TIMEOUT_MS = 95_000;
 /** A whole request must arrive within this (the API server's own timeout is at most 30 s). */
 export const REQUEST_TIMEOUT_MS = 35_000;
+/**
+ * The request line and headers must arrive within this, counted from the end of the TLS handshake (or
+ * the previous response on a kept-alive connection). The API server writes them at once; without this,
+ * Node's default (60 s, capped by the request timeout) lets a slow-loris client trickle headers for 35 s
+ * per connection.
+ */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * A TCP connection must finish its TLS handshake within this. Node's default is 120 s, which lets
+ * connections that never send a ClientHello pile up.
+ */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * How often Node checks the headers and request deadlines. Its default (30 s) would let a slow client
+ * outlive HEADERS_TIMEOUT_MS by up to 30 s; checking a few hundred connections each second costs nothing.
+ */
+export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
 /** How long close() waits for in-flight reviews before cutting connections (controller-runtime: 1 min). */
 export const CLOSE_TIMEOUT_MS = 60_000;
 
@@ -78,6 +100,21 @@ export interface AdmissionHandler {
   review(request: AdmissionRequest, ctx: ReviewContext): Promise<Decision>;
 }
 
+/** The connection deadlines (tests shorten them; production uses the defaults above). */
+export interface ServerTimeouts {
+  handshakeMs: number;
+  headersMs: number;
+  requestMs: number;
+  checkIntervalMs: number;
+}
+
+export const DEFAULT_SERVER_TIMEOUTS: ServerTimeouts = {
+  handshakeMs: HANDSHAKE_TIMEOUT_MS,
+  headersMs: HEADERS_TIMEOUT_MS,
+  requestMs: REQUEST_TIMEOUT_MS,
+  checkIntervalMs: CONNECTIONS_CHECK_INTERVAL_MS,
+};
+
 export interface AdmissionServerOptions {
   /** `--webhook-port`; 0 picks a free port. */
   port: number;
@@ -91,6 +128,7 @@ export interface AdmissionServerOptions {
   /** Upper bound of one review's handler time; default 5 s (the original's admission timeout). */
   maxReviewMs?: number;
   closeTimeoutMs?: number;
+  timeouts?: Partial<ServerTimeouts>;
 }
 
 /** Go duration as kube-apiserver writes `?timeout=` (`10s`, `1m0s`, `500ms`), in milliseconds. */
@@ -138,10 +176,47 @@ function tlsOptions(pair: CertificatePair): SecureContextOptions {
   return { cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' };
 }
 
+/** A route's metric labels, made once rather than per request. */
+interface RouteLabels {
+  webhook: { webhook: string };
+  ok: { webhook: string; code: string };
+}
+
 interface RequestState {
-  webhook: string;
-  started: bigint;
+  labels: RouteLabels;
+  started: number;
   finished: boolean;
+  /** Set by the JSON parser: the prototype-poisoning key the body holds, if any. */
+  forbidden?: string | undefined;
+  /** Whether the JSON parser has looked for such keys. */
+  scanned: boolean;
+}
+
+/**
+ * One review's context. Its child logger is made on first use: most reviews are allowed without a line.
+ * A class, so that the lazy `log` is a getter on the prototype, not one built per review.
+ */
+class ReviewScope implements ReviewContext {
+  readonly abort = new AbortController();
+  readonly webhook: string;
+  readonly #parent: Logger | undefined;
+  readonly #uid: string;
+  #log: Logger | undefined | null = null;
+
+  constructor(parent: Logger | undefined, webhook: string, uid: string) {
+    this.#parent = parent;
+    this.webhook = webhook;
+    this.#uid = uid;
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get log(): Logger | undefined {
+    if (this.#log === null) this.#log = this.#parent?.child({ webhook: this.webhook, uid: this.#uid });
+    return this.#log;
+  }
 }
 
 const describe = (err: unknown): string =>
@@ -163,15 +238,22 @@ export class AdmissionServer {
     this.#options = options;
     this.#clock = options.clock ?? realClock;
     this.#metrics = webhookMetrics(options.registry);
+    const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
     this.#app = Fastify<HttpsServer>({
-      https: tlsOptions(currentPair(options.certificates)),
+      // Handed to https.createServer, which takes the TLS and the http.Server options together.
+      https: {
+        ...tlsOptions(currentPair(options.certificates)),
+        handshakeTimeout: timeouts.handshakeMs,
+        headersTimeout: timeouts.headersMs,
+        requestTimeout: timeouts.requestMs,
+        connectionsCheckingInterval: timeouts.checkIntervalMs,
+      },
       bodyLimit: MAX_BODY_BYTES,
-      // Parsed as plain JSON.parse (own properties only, no prototype is touched); #serve then denies a
-      // review holding such keys with a well-formed answer instead of the parser's bare 400.
-      onProtoPoisoning: 'ignore',
-      onConstructorPoisoning: 'ignore',
+      // JSON is parsed by #parseJson below, which lets prototype-poisoning keys through (JSON.parse defines
+      // them as own properties, no prototype is touched) so that #serve denies such a review with a
+      // well-formed answer instead of the parser's bare 400.
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      requestTimeout: REQUEST_TIMEOUT_MS,
+      requestTimeout: timeouts.requestMs,
       // During a graceful close, requests still arriving on open connections are answered, not 503'd:
       // under failurePolicy Fail a 503 is a denial.
       return503OnClosing: false,
@@ -278,6 +360,10 @@ export class AdmissionServer {
     const app = this.#app;
     // JSON only: Fastify's default text/plain parser would hand a string to the handlers.
     app.removeContentTypeParser('text/plain');
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) =>
+      this.#parseJson(request, text as string, done),
+    );
     app.setErrorHandler((err: { statusCode?: number; message?: string }, request, reply) => {
       // Framework errors (body too large, wrong content type, bad JSON): a 4xx the API server treats as a
       // failed call. Never our handlers: they turn every error into a denial.
@@ -292,73 +378,124 @@ export class AdmissionServer {
         .send({ code, message: code >= 500 ? 'internal error' : (err.message ?? 'bad request') });
     });
     for (const handler of this.#options.handlers) {
+      const labels: RouteLabels = {
+        webhook: { webhook: handler.path },
+        ok: { webhook: handler.path, code: '200' },
+      };
       app.route({
         method: 'POST',
         url: handler.path,
-        onRequest: async (request, reply) => {
-          this.#states.set(request, {
-            webhook: handler.path,
-            started: process.hrtime.bigint(),
-            finished: false,
-          });
-          this.#metrics.inFlight.inc({ webhook: handler.path });
-          // Fastify's onRequestAbort misses a client that leaves after its body arrived, while the
-          // review is pending; the response's close event comes in every case.
-          reply.raw.once('close', () =>
+        // One callback hook: an async hook costs a promise and a microtask per request, and onResponse /
+        // onRequestAbort hooks would each add listeners per request for what the close event below covers.
+        onRequest: (request, reply, done) => {
+          this.#states.set(request, { labels, started: performance.now(), finished: false, scanned: false });
+          this.#metrics.inFlight.inc(labels.webhook);
+          // The response's close event comes once in every case: after the answer was written, and when the
+          // client left before (Fastify's onRequestAbort would miss one leaving while a review is pending).
+          reply.raw.on('close', () =>
             this.#finish(request, reply.raw.writableFinished ? reply.statusCode : 499),
           );
+          done();
         },
-        onResponse: async (request, reply) => this.#finish(request, reply.statusCode),
-        onRequestAbort: async (request) => this.#finish(request, 499),
-        handler: (request, reply) => this.#serve(handler, request, reply),
+        // Not an async handler: #serve sends the answer itself, so Fastify need not adopt a promise.
+        handler: (request, reply) => {
+          void this.#serve(handler, request, reply);
+        },
       });
     }
+  }
+
+  /**
+   * Fastify's JSON parser without its prototype-poisoning refusal, and with the scan for such keys done
+   * here, where the text is at hand: mayHoldPrototypeKey rules most bodies out without walking them.
+   */
+  #parseJson(request: FastifyRequest, text: string, done: (err: Error | null, body?: unknown) => void): void {
+    if (text.length === 0) {
+      done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
+      return;
+    }
+    let body: unknown;
+    try {
+      // A byte-order mark is tolerated, as Fastify's parser does.
+      body = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    } catch {
+      done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
+      return;
+    }
+    const state = this.#states.get(request);
+    if (state !== undefined) {
+      state.forbidden = mayHoldPrototypeKey(text) ? prototypeKey(body) : undefined;
+      state.scanned = true;
+    }
+    done(null, body);
   }
 
   #finish(request: FastifyRequest, statusCode: number): void {
     const state = this.#states.get(request);
     if (state === undefined || state.finished) return;
     state.finished = true;
-    const seconds = Number(process.hrtime.bigint() - state.started) / 1e9;
-    this.#metrics.inFlight.dec({ webhook: state.webhook });
-    this.#metrics.latency.observe({ webhook: state.webhook }, seconds);
-    this.#metrics.requests.inc({ webhook: state.webhook, code: String(statusCode) });
+    const seconds = (performance.now() - state.started) / 1000;
+    const { labels } = state;
+    this.#metrics.inFlight.dec(labels.webhook);
+    this.#metrics.latency.observe(labels.webhook, seconds);
+    this.#metrics.requests.inc(
+      statusCode === 200 ? labels.ok : { webhook: labels.webhook.webhook, code: String(statusCode) },
+    );
   }
 
-  async #serve(handler: AdmissionHandler, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  /** Answers the review; an unexpected error becomes a 500 through the error handler. */
+  async #serve(handler: AdmissionHandler, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    try {
+      await this.#answer(handler, request, reply);
+    } catch (err) {
+      if (!reply.sent) reply.send(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  async #answer(handler: AdmissionHandler, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const body = request.body;
     const uid = usableUid(body);
     if (uid === undefined) {
       this.#metrics.rejections.inc({ reason: 'no-uid' });
-      return reply
-        .code(400)
-        .send({ code: 400, message: 'AdmissionReview request.uid is missing or not usable' });
+      reply.code(400).send({ code: 400, message: 'AdmissionReview request.uid is missing or not usable' });
+      return;
     }
     const apiVersion = answerApiVersion(body);
-    const forbidden = prototypeKey(body);
-    const parsed = forbidden === undefined ? admissionReviewSchema.safeParse(body) : undefined;
-    const log = this.#options.logger?.child({ webhook: handler.path, uid });
+    const state = this.#states.get(request);
+    const forbidden = state?.scanned ? state.forbidden : prototypeKey(body);
+    // Zod runs only on a review the hand-written check rejects, to name what is wrong with it.
+    let review: AdmissionReview | undefined;
+    let issues: string | undefined;
+    if (forbidden === undefined) {
+      if (isAdmissionReview(body)) review = body;
+      else {
+        const parsed = admissionReviewSchema.safeParse(body);
+        if (parsed.success) review = parsed.data;
+        else issues = describeIssues(parsed.error);
+      }
+    }
+    const scope = new ReviewScope(this.#options.logger, handler.path, uid);
     let decision: Decision;
-    if (parsed === undefined) {
+    if (forbidden !== undefined) {
       decision = deny(
         'malformed',
         `malformed AdmissionReview: forbidden key ${JSON.stringify(forbidden)}`,
         400,
       );
-    } else if (!parsed.success) {
-      decision = deny('malformed', `malformed AdmissionReview: ${describeIssues(parsed.error)}`, 400);
+    } else if (review === undefined) {
+      decision = deny('malformed', `malformed AdmissionReview: ${issues}`, 400);
     } else {
       const query = request.query as Record<string, unknown> | undefined;
       const budget = reviewBudgetMs(
         parseTimeoutQuery(query?.timeout),
         this.#options.maxReviewMs ?? LOCAL_TIMEOUT_MS,
       );
-      decision = await this.#decide(handler, parsed.data.request, budget, log);
+      decision = await this.#decide(handler, review.request, budget, scope);
     }
     if (!decision.allowed) {
       this.#metrics.rejections.inc({ reason: decision.reason });
-      const r = parsed?.success ? parsed.data.request : undefined;
-      log?.info(
+      const r = review?.request;
+      scope.log?.info(
         {
           reason: decision.reason,
           code: decision.code,
@@ -372,41 +509,46 @@ export class AdmissionServer {
         `denied: ${decision.message}`,
       );
     }
-    return reply
+    reply
       .code(200)
       .header('content-type', 'application/json')
       .send(reviewResponse(apiVersion, uid, decision));
   }
 
-  /** Runs the handler under the deadline; every failure becomes a denial. */
-  async #decide(
+  /**
+   * Runs the handler under the deadline; every failure becomes a denial. Whichever settles first, the
+   * handler or the deadline, decides (one promise per review rather than a race of three).
+   */
+  #decide(
     handler: AdmissionHandler,
     req: AdmissionRequest,
     budgetMs: number,
-    log: Logger | undefined,
+    scope: ReviewScope,
   ): Promise<Decision> {
-    const abort = new AbortController();
-    let timer: { cancel(): void } | undefined;
-    const deadline = new Promise<Decision>((resolve) => {
-      timer = this.#clock.setTimeout(() => {
+    const { abort } = scope;
+    return new Promise<Decision>((resolve) => {
+      const timer = this.#clock.setTimeout(() => {
         abort.abort(new Error('admission review deadline exceeded'));
         resolve(deny('deadline', `admission review did not complete within ${Math.round(budgetMs)}ms`, 504));
       }, budgetMs);
-    });
-    const work = (async (): Promise<Decision> => {
-      try {
-        return await handler.review(req, { signal: abort.signal, log, webhook: handler.path });
-      } catch (err) {
-        if (abort.signal.aborted) return deny('deadline', 'admission review deadline exceeded', 504);
+      const failed = (err: unknown): void => {
+        timer.cancel();
+        if (abort.signal.aborted) {
+          resolve(deny('deadline', 'admission review deadline exceeded', 504));
+          return;
+        }
         this.#metrics.panics.inc();
-        log?.error({ err: describe(err) }, 'admission handler failed; denying');
-        return deny('internal-error', `internal error: ${describe(err)}`, 500);
+        scope.log?.error({ err: describe(err) }, 'admission handler failed; denying');
+        resolve(deny('internal-error', `internal error: ${describe(err)}`, 500));
+      };
+      try {
+        handler.review(req, scope).then((decision) => {
+          timer.cancel();
+          resolve(decision);
+        }, failed);
+      } catch (err) {
+        failed(err);
       }
-    })();
-    try {
-      return await Promise.race([work, deadline]);
-    } finally {
-      timer?.cancel();
-    }
+    });
   }
 }

@@ -1,0 +1,202 @@
+// The admission server's hot path skips two costly steps when it may: zod's parse of the review
+// (isAdmissionReview decides instead, zod then only names what is wrong) and the walk over the parsed body
+// for prototype-poisoning keys (mayHoldPrototypeKey rules it out on the text). Both shortcuts are only
+// sound if they agree with what they replace; these properties check that on generated input.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  admissionReviewSchema,
+  isAdmissionReview,
+  mayHoldPrototypeKey,
+  prototypeKey,
+} from '../../../webhooks/review.ts';
+import { reviewBody, workload } from '../../fixtures/webhooks/objects.ts';
+
+const RUNS = Number(process.env.PROPERTY_RUNS ?? 3000);
+
+const VALID = JSON.parse(
+  JSON.stringify(
+    reviewBody('Pod', 'CREATE', workload('Pod', 'web-0', { namespace: 'shop' }), {
+      username: 'system:serviceaccount:kube-system:replicaset-controller',
+    }),
+  ),
+) as Record<string, unknown>;
+
+// Every field the schema constrains, and a few inside them, so mutations hit each check.
+const PATHS = [
+  ['apiVersion'],
+  ['kind'],
+  ['request'],
+  ['request', 'uid'],
+  ['request', 'kind'],
+  ['request', 'kind', 'group'],
+  ['request', 'kind', 'version'],
+  ['request', 'kind', 'kind'],
+  ['request', 'resource'],
+  ['request', 'resource', 'group'],
+  ['request', 'resource', 'version'],
+  ['request', 'resource', 'resource'],
+  ['request', 'subResource'],
+  ['request', 'requestKind'],
+  ['request', 'requestKind', 'kind'],
+  ['request', 'requestResource'],
+  ['request', 'requestResource', 'resource'],
+  ['request', 'requestSubResource'],
+  ['request', 'name'],
+  ['request', 'namespace'],
+  ['request', 'operation'],
+  ['request', 'userInfo'],
+  ['request', 'userInfo', 'username'],
+  ['request', 'userInfo', 'uid'],
+  ['request', 'userInfo', 'groups'],
+  ['request', 'userInfo', 'groups', '0'],
+  ['request', 'userInfo', 'extra'],
+  ['request', 'userInfo', 'extra', 'scopes'],
+  ['request', 'userInfo', 'extra', 'scopes', '0'],
+  ['request', 'object'],
+  ['request', 'oldObject'],
+  ['request', 'dryRun'],
+  ['request', 'options'],
+  ['request', 'extraField'],
+];
+
+// Values near each check's edges, plus arbitrary JSON.
+const value = fc.oneof(
+  fc.constantFrom(
+    null,
+    true,
+    false,
+    0,
+    '',
+    'x',
+    'has space',
+    'x'.repeat(256),
+    'x'.repeat(257),
+    'CREATE',
+    'PATCH',
+    'AdmissionReview',
+    'admission.k8s.io/v1',
+    'admission.k8s.io/v1beta1',
+    [],
+    ['a'],
+    [1],
+    {},
+    { group: '', version: 'v1', kind: 'Pod' },
+    { group: '', version: 'v1', resource: 'pods' },
+    { scopes: ['a', 'b'] },
+    { scopes: 'a' },
+  ),
+  fc.jsonValue({ maxDepth: 2 }),
+);
+
+type Mutation = { path: string[]; op: 'set' | 'delete'; value: unknown };
+const mutation = fc.record({
+  path: fc.constantFrom(...PATHS),
+  op: fc.constantFrom('set' as const, 'delete' as const),
+  value,
+});
+
+function mutate(base: Record<string, unknown>, mutations: Mutation[]): unknown {
+  const doc = structuredClone(base);
+  for (const m of mutations) {
+    let at: unknown = doc;
+    for (const key of m.path.slice(0, -1)) {
+      if (typeof at !== 'object' || at === null) break;
+      const holder = at as Record<string, unknown>;
+      if (holder[key] === undefined) holder[key] = /^\d+$/.test(key) ? [] : {};
+      at = holder[key];
+    }
+    if (typeof at !== 'object' || at === null) continue;
+    const last = m.path[m.path.length - 1]!;
+    if (m.op === 'delete') delete (at as Record<string, unknown>)[last];
+    else (at as Record<string, unknown>)[last] = structuredClone(m.value);
+  }
+  // What the server sees: the output of JSON.parse.
+  return JSON.parse(JSON.stringify(doc));
+}
+
+describe('isAdmissionReview', () => {
+  it('accepts exactly what admissionReviewSchema accepts', () => {
+    fc.assert(
+      fc.property(fc.array(mutation, { minLength: 0, maxLength: 4 }), (mutations) => {
+        const body = mutate(VALID, mutations);
+        fc.pre(prototypeKey(body) === undefined);
+        expect(isAdmissionReview(body)).toBe(admissionReviewSchema.safeParse(body).success);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('agrees on arbitrary JSON too', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const body = JSON.parse(JSON.stringify(v)) as unknown;
+        fc.pre(prototypeKey(body) === undefined);
+        expect(isAdmissionReview(body)).toBe(admissionReviewSchema.safeParse(body).success);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('accepts the review kube-apiserver sends, and both versions', () => {
+    expect(isAdmissionReview(VALID)).toBe(true);
+    expect(isAdmissionReview({ ...VALID, apiVersion: 'admission.k8s.io/v1beta1' })).toBe(true);
+    expect(isAdmissionReview({ ...VALID, apiVersion: 'admission.k8s.io/v2' })).toBe(false);
+  });
+});
+
+// A JSON document as a tree whose objects are lists of entries, so that `__proto__` can be a key of the
+// text (an object literal would set the prototype instead).
+type Tree = null | boolean | number | string | Tree[] | { entries: [string, Tree][] };
+
+const KEYS = ['__proto__', 'constructor', 'prototype', 'proto', '_', 'name', 'x'];
+const { tree } = fc.letrec<{ tree: Tree }>((t) => ({
+  tree: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constantFrom(null, true, 1, 'v', '__proto__', 'a<b'),
+    fc.array(t('tree'), { maxLength: 3 }),
+    fc.record({ entries: fc.array(fc.tuple(fc.constantFrom(...KEYS), t('tree')), { maxLength: 4 }) }),
+  ),
+}));
+
+/** Serialises a tree, writing each character of each string as a \u escape when `coin()` says so. */
+function toJson(node: Tree, coin: () => boolean): string {
+  const str = (s: string): string => {
+    let out = '"';
+    for (let i = 0; i < s.length; i++) {
+      if (coin()) {
+        const hex = s.charCodeAt(i).toString(16).padStart(4, '0');
+        out += `\\u${coin() ? hex.toUpperCase() : hex}`;
+      } else out += JSON.stringify(s[i]).slice(1, -1);
+    }
+    return `${out}"`;
+  };
+  if (node === null || typeof node === 'boolean' || typeof node === 'number') return JSON.stringify(node);
+  if (typeof node === 'string') return str(node);
+  if (Array.isArray(node)) return `[${node.map((n) => toJson(n, coin)).join(',')}]`;
+  return `{${node.entries.map(([k, v]) => `${str(k)}${coin() ? ' ' : ''}:${toJson(v, coin)}`).join(',')}}`;
+}
+
+describe('mayHoldPrototypeKey', () => {
+  it('never rules out a text whose parsed value holds a prototype-poisoning key', () => {
+    let found = 0;
+    fc.assert(
+      fc.property(tree, fc.infiniteStream(fc.boolean()), (t, coins) => {
+        const text = toJson(t, () => coins.next().value as boolean);
+        if (prototypeKey(JSON.parse(text)) === undefined) return;
+        found++;
+        expect(mayHoldPrototypeKey(text)).toBe(true);
+      }),
+      { numRuns: RUNS },
+    );
+    // The generator must actually produce such keys, escaped and not, for the property to mean anything.
+    expect(found).toBeGreaterThan(RUNS / 20);
+  });
+
+  it('rules out an ordinary review, and flags literal and escaped keys', () => {
+    expect(mayHoldPrototypeKey(JSON.stringify(VALID))).toBe(false);
+    expect(mayHoldPrototypeKey('{"a":{"__proto__":{}}}')).toBe(true);
+    expect(mayHoldPrototypeKey('{"a":{"\\u005f_proto__":{}}}')).toBe(true);
+    expect(mayHoldPrototypeKey('{"constructor":{"prototype":{}}}')).toBe(true);
+  });
+});
