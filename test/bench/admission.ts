@@ -8,8 +8,12 @@
 //   d_update_1mib    Deployment UPDATE with a 1 MiB object (and a 1 MiB oldObject), namespace without lease
 // Baseline in the same run: a raw node:https server on the same TLS settings that parses the body and
 // answers a fixed allow review (floor_small for a-c, floor_1mib for d); `*_ratio` = ours / floor.
+// Peer: Pepr's admission server (pepr-server.ts) with the same mutation (a scheduling gate and a label) on
+// (a)'s body, same certificate; installed on demand into a cache directory (skipped, visibly, when npm
+// cannot install it).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -27,6 +31,7 @@ import { testPki } from '../fixtures/webhooks/certs.ts';
 import { post } from '../fixtures/webhooks/client.ts';
 import { berthLease, reviewBody, workload } from '../fixtures/webhooks/objects.ts';
 import { sandboxProcess } from './central.ts';
+import { installPepr, PEPR_API_PATH, PEPR_GATE, PEPR_LABEL, PEPR_VERSION } from './pepr-peer.ts';
 
 type Figures = Record<string, number | string | boolean>;
 
@@ -34,6 +39,10 @@ export interface AdmissionBenchOptions {
   connections: number[];
   warmupSeconds: number;
   durationSeconds: number;
+  /** How many times floor, (a) and the peer are measured side by side; figures are medians. */
+  rounds: number;
+  /** Measure the Pepr peer (installing it when missing). */
+  pepr: boolean;
 }
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
@@ -87,10 +96,96 @@ function wrk(
 interface ServerProcess {
   pid: number;
   port: number;
+  /** Whether reads() counts API reads (our server) or answers zeros (the floor, the peer). */
+  countsReads: boolean;
   /** API reads and reviews answered so far (berth_webhook_api_reads_total, ..._webhook_requests_total). */
   reads(): Promise<{ reads: number; reviews: number; inFlight: number }>;
   cpuSeconds(): number;
   stop(): Promise<void>;
+}
+
+/** utime + stime of a process, in seconds. */
+function cpuSecondsOf(pid: number): number {
+  try {
+    const stat = spawnSync('cat', [`/proc/${pid}/stat`]).stdout.toString();
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const PEPR_MUTATE_PATH = `/mutate/${PEPR_API_PATH}`;
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/**
+ * Pepr's admission server (pepr-server.ts) on (a)'s body, pinned like ours, its log to /dev/null; ready
+ * once it answers with the gate and the label in its patch.
+ */
+async function startPeer(
+  opts: AdmissionBenchOptions,
+  env: Record<string, string>,
+  pinned: boolean,
+  body: string,
+  ca: string,
+  log: (msg: string) => void,
+): Promise<{ server: ServerProcess; version: string } | { skipped: string }> {
+  if (!opts.pepr) return { skipped: 'left out of --quick (Pepr takes seconds to install and start)' };
+  const installed = installPepr(log);
+  if ('skipped' in installed) {
+    log(`admission: Pepr peer skipped: ${installed.skipped}`);
+    return installed;
+  }
+  const port = await freePort();
+  const script = join(process.cwd(), 'test/bench/pepr-server.ts');
+  const options = {
+    env: { ...process.env, ...env, BENCH_PEPR_DIR: installed.dir, BENCH_PORT: String(port) },
+    stdio: ['pipe', 'ignore', 'inherit'] as ('pipe' | 'ignore' | 'inherit')[],
+  };
+  const child = pinned
+    ? spawn('taskset', ['-c', '1', NODE, script], options)
+    : spawn(NODE, [script], options);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const pid = child.pid ?? 0;
+  const server: ServerProcess = {
+    pid,
+    port,
+    countsReads: false,
+    reads: async () => ({ reads: 0, reviews: 0, inFlight: 0 }),
+    cpuSeconds: () => cpuSecondsOf(pid),
+    async stop() {
+      child.stdin?.end();
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  // Pepr binds its routes only once its (faked) store has been read.
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    const r = await post({ port, path: PEPR_MUTATE_PATH, body, ca }).catch(() => undefined);
+    if (r?.status === 200) {
+      const patch = (JSON.parse(r.body) as { response?: { patch?: string } }).response?.patch ?? '';
+      const ops = Buffer.from(patch, 'base64').toString('utf8');
+      // The label is a value of an added labels map, or a path (`/` escaped as `~1`) when labels exist.
+      const labelled = ops.includes(PEPR_LABEL) || ops.includes(PEPR_LABEL.replace('/', '~1'));
+      if (ops.includes(PEPR_GATE) && labelled) break;
+      await server.stop();
+      return { skipped: `pepr answered without the gate and the label: ${ops.slice(0, 300)}` };
+    }
+    if (performance.now() > deadline) {
+      await server.stop();
+      return { skipped: 'pepr did not answer within 30 s' };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { server, version: PEPR_VERSION };
 }
 
 async function startServer(
@@ -138,15 +233,8 @@ async function startServer(
         .map(Number);
       return { reads: reads ?? Number.NaN, reviews: reviews ?? Number.NaN, inFlight: inFlight ?? 0 };
     },
-    cpuSeconds() {
-      try {
-        const stat = spawnSync('cat', [`/proc/${pid}/stat`]).stdout.toString();
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        return (Number(fields[11]) + Number(fields[12])) / 100;
-      } catch {
-        return Number.NaN;
-      }
-    },
+    countsReads: mode === 'berth',
+    cpuSeconds: () => cpuSecondsOf(pid),
     async stop() {
       child.stdin.end();
       child.kill('SIGTERM');
@@ -296,70 +384,121 @@ export async function benchAdmission(
     out.large_request_bytes = Buffer.byteLength(texts.d_update_1mib!);
     const env = { BENCH_CERT: certFile, BENCH_KEY: keyFile, BENCH_KUBECONFIG: kubeconfig };
 
-    const measure = async (
-      server: ServerProcess,
-      name: string,
-      bodyFile: string,
-      path: string,
-    ): Promise<void> => {
-      const url = `https://127.0.0.1:${server.port}${path}`;
-      if (opts.warmupSeconds > 0) wrk(url, bodyFile, script, 16, opts.warmupSeconds, pinned);
-      for (const c of opts.connections) {
-        const cellStart = performance.now();
-        const reads0 = await settled(server);
-        const cpu0 = server.cpuSeconds();
-        const r = wrk(url, bodyFile, script, c, opts.durationSeconds, pinned);
-        const cpu = server.cpuSeconds() - cpu0;
-        // Reviews wrk cut off are still answered (and counted); wait for them so reads/review is exact.
-        const reads1 = await settled(server);
-        const reads = (reads1.reads - reads0.reads) / (reads1.reviews - reads0.reviews);
-        const seconds = r.duration_us / 1e6;
-        const key = `${name}_c${c}`;
-        out[`${key}_reviews_per_second`] = r.requests / seconds;
-        out[`${key}_p50_ms`] = r.p50_us / 1000;
-        out[`${key}_p99_ms`] = r.p99_us / 1000;
-        out[`${key}_max_ms`] = r.max_us / 1000;
-        out[`${key}_server_cpu_fraction`] = cpu / seconds;
-        out[`${key}_errors`] = r.errors + r.non2xx;
-        if (!name.startsWith('floor')) out[`${key}_api_reads_per_review`] = reads;
-        log(
-          `admission: ${key}: ${(r.requests / seconds).toFixed(0)} reviews/s, p50 ${(r.p50_us / 1000).toFixed(2)} ms, p99 ${(r.p99_us / 1000).toFixed(2)} ms, server cpu ${(cpu / seconds).toFixed(2)}, cell ${((performance.now() - cellStart) / 1000).toFixed(1)} s${name.startsWith('floor') ? '' : `, reads/review ${reads.toFixed(3)}`}`,
-        );
-      }
+    type Cell = Record<string, number>;
+    /** One wrk window against `server`; figures keyed without the `<name>_c<conns>_` prefix. */
+    const cell = async (server: ServerProcess, bodyFile: string, path: string, c: number): Promise<Cell> => {
+      const reads0 = await settled(server);
+      const cpu0 = server.cpuSeconds();
+      const r = wrk(
+        `https://127.0.0.1:${server.port}${path}`,
+        bodyFile,
+        script,
+        c,
+        opts.durationSeconds,
+        pinned,
+      );
+      const cpu = server.cpuSeconds() - cpu0;
+      // Reviews wrk cut off are still answered (and counted); wait for them so reads/review is exact.
+      const reads1 = await settled(server);
+      const seconds = r.duration_us / 1e6;
+      return {
+        reviews_per_second: r.requests / seconds,
+        p50_ms: r.p50_us / 1000,
+        p99_ms: r.p99_us / 1000,
+        max_ms: r.max_us / 1000,
+        server_cpu_fraction: cpu / seconds,
+        // Less sensitive to other load on the machine than throughput (as long as the server is busy).
+        server_cpu_us_per_review: (cpu / r.requests) * 1e6,
+        errors: r.errors + r.non2xx,
+        api_reads_per_review: (reads1.reads - reads0.reads) / (reads1.reviews - reads0.reviews),
+      };
+    };
+    const cells = new Map<string, Cell[]>();
+    const run = async (server: ServerProcess, name: string, path: string, c: number): Promise<void> => {
+      const started = performance.now();
+      const f = await cell(server, files[name === 'pepr' ? 'a_no_read' : name]!, path, c);
+      cells.set(`${name}_c${c}`, [...(cells.get(`${name}_c${c}`) ?? []), f]);
+      log(
+        `admission: ${name}_c${c}: ${f.reviews_per_second!.toFixed(0)} reviews/s, p50 ${f.p50_ms!.toFixed(2)} ms, p99 ${f.p99_ms!.toFixed(2)} ms, server cpu ${f.server_cpu_fraction!.toFixed(2)} (${f.server_cpu_us_per_review!.toFixed(0)} us/review), cell ${((performance.now() - started) / 1000).toFixed(1)} s${server.countsReads ? `, reads/review ${f.api_reads_per_review!.toFixed(3)}` : ''}`,
+      );
+    };
+    const warm = (server: ServerProcess, name: string, path: string): void => {
+      if (opts.warmupSeconds > 0)
+        wrk(`https://127.0.0.1:${server.port}${path}`, files[name]!, script, 16, opts.warmupSeconds, pinned);
     };
 
     const floor = await startServer('floor', env, pinned);
-    try {
-      for (const name of ['floor_small', 'floor_1mib']) await measure(floor, name, files[name]!, '/review');
-    } finally {
-      await floor.stop();
-    }
+    cleanup.unshift(() => floor.stop());
     const berth = await startServer('berth', env, pinned);
-    try {
-      for (const name of SCENARIOS) {
-        const check = await post({
-          port: berth.port,
-          path: pathOf(name),
-          body: texts[name]!,
-          ca: pki.caCert,
-        });
-        const response = (JSON.parse(check.body) as { response?: { allowed?: boolean; patch?: string } })
-          .response;
-        if (check.status !== 200 || response?.allowed !== true)
-          throw new Error(`admission: ${name} was not allowed: ${check.status} ${check.body.slice(0, 300)}`);
-        out[`${name}_patched`] = response.patch !== undefined;
-        await measure(berth, name, files[name]!, pathOf(name));
-      }
-    } finally {
-      await berth.stop();
-    }
+    cleanup.unshift(() => berth.stop());
     for (const name of SCENARIOS) {
+      const check = await post({ port: berth.port, path: pathOf(name), body: texts[name]!, ca: pki.caCert });
+      const response = (JSON.parse(check.body) as { response?: { allowed?: boolean; patch?: string } })
+        .response;
+      if (check.status !== 200 || response?.allowed !== true)
+        throw new Error(`admission: ${name} was not allowed: ${check.status} ${check.body.slice(0, 300)}`);
+      out[`${name}_patched`] = response.patch !== undefined;
+    }
+    const pepr = await startPeer(opts, env, pinned, texts.a_no_read!, pki.caCert, log);
+    if ('skipped' in pepr) out.pepr_skipped = pepr.skipped;
+    else {
+      cleanup.unshift(() => pepr.server.stop());
+      out.pepr_version = pepr.version;
+    }
+    const peer = 'server' in pepr ? pepr.server : undefined;
+
+    // The small-body servers side by side, connection count by connection count, `rounds` times: each
+    // ratio compares windows a few seconds apart, not minutes, on this shared machine.
+    warm(floor, 'floor_small', '/review');
+    warm(berth, 'a_no_read', MUTATE_WORKLOADS_PATH);
+    if (peer) warm(peer, 'a_no_read', PEPR_MUTATE_PATH);
+    for (let round = 0; round < opts.rounds; round++) {
       for (const c of opts.connections) {
-        out[`${name}_c${c}_throughput_ratio`] =
-          (out[`${name}_c${c}_reviews_per_second`] as number) /
-          (out[`${floorOf(name)}_c${c}_reviews_per_second`] as number);
-        out[`${name}_c${c}_p99_ratio`] =
-          (out[`${name}_c${c}_p99_ms`] as number) / (out[`${floorOf(name)}_c${c}_p99_ms`] as number);
+        await run(floor, 'floor_small', '/review', c);
+        await run(berth, 'a_no_read', MUTATE_WORKLOADS_PATH, c);
+        if (peer) await run(peer, 'pepr', PEPR_MUTATE_PATH, c);
+      }
+    }
+    for (const name of ['b_unmanaged', 'c_managed'] as const) {
+      warm(berth, name, MUTATE_WORKLOADS_PATH);
+      for (const c of opts.connections) await run(berth, name, MUTATE_WORKLOADS_PATH, c);
+    }
+    warm(floor, 'floor_1mib', '/review');
+    warm(berth, 'd_update_1mib', VALIDATE_WORKLOADS_PATH);
+    for (const c of opts.connections) {
+      await run(floor, 'floor_1mib', '/review', c);
+      await run(berth, 'd_update_1mib', VALIDATE_WORKLOADS_PATH, c);
+    }
+
+    // Figures per cell: the median over rounds; ratios: the median of each round's ratio.
+    const median = (xs: number[]): number => {
+      const s = [...xs].sort((x, y) => x - y);
+      const mid = Math.floor(s.length / 2);
+      return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+    };
+    for (const [key, rounds] of cells) {
+      const counts = key.startsWith('floor') || key.startsWith('pepr') ? [] : ['api_reads_per_review'];
+      for (const figure of Object.keys(rounds[0]!)) {
+        if (figure === 'api_reads_per_review' && counts.length === 0) continue;
+        out[`${key}_${figure}`] = median(rounds.map((r) => r[figure]!));
+      }
+    }
+    for (const name of [...SCENARIOS, ...(peer ? ['pepr'] : [])]) {
+      for (const c of opts.connections) {
+        const ours = cells.get(`${name}_c${c}`)!;
+        const base = cells.get(`${floorOf(name)}_c${c}`)!;
+        const ratios = (figure: string): number[] =>
+          ours.map((r, i) => r[figure]! / (base[i] ?? base[0]!)[figure]!);
+        out[`${name}_c${c}_throughput_ratio`] = median(ratios('reviews_per_second'));
+        out[`${name}_c${c}_p99_ratio`] = median(ratios('p99_ms'));
+        // Floor CPU per review over ours: the throughput ratio the server would reach on an idle core.
+        out[`${name}_c${c}_cpu_per_review_ratio`] = median(
+          ours.map((r, i) => (base[i] ?? base[0]!).server_cpu_us_per_review! / r.server_cpu_us_per_review!),
+        );
+        if (ours.length > 1)
+          out[`${name}_c${c}_throughput_ratio_by_round`] = ratios('reviews_per_second')
+            .map((r) => r.toFixed(3))
+            .join(' ');
       }
     }
     const maxC = Math.max(...opts.connections);

@@ -3,6 +3,7 @@
 import { cpus, loadavg, totalmem } from 'node:os';
 import { benchAdmission } from './admission.ts';
 import { benchCentral } from './central.ts';
+import { benchFailover } from './failover.ts';
 import { benchLeases } from './leases.ts';
 import { benchNodeTaint } from './nodetaint.ts';
 import { benchSandbox } from './sandbox.ts';
@@ -18,8 +19,8 @@ const BENCHMARKS: Benchmark[] = [
     run: (quick, log) =>
       benchAdmission(
         quick
-          ? { connections: [1, 16], warmupSeconds: 0, durationSeconds: 1 }
-          : { connections: [1, 16, 64], warmupSeconds: 2, durationSeconds: 10 },
+          ? { connections: [1, 16], warmupSeconds: 0, durationSeconds: 1, rounds: 1, pepr: false }
+          : { connections: [1, 16, 64], warmupSeconds: 2, durationSeconds: 10, rounds: 2, pepr: true },
         log,
       ),
   },
@@ -29,7 +30,7 @@ const BENCHMARKS: Benchmark[] = [
       benchLeases(
         // --quick: a 2 s heartbeat so a steady-state window fits; full: the default 10 s / 30 s TTL.
         quick
-          ? { sizes: [100], heartbeatSeconds: 2, ttlSeconds: 10, heartbeats: 2 }
+          ? { sizes: [100], heartbeatSeconds: 2, ttlSeconds: 10, heartbeats: 1 }
           : { sizes: [100, 1_000], heartbeatSeconds: 10, ttlSeconds: 30, heartbeats: 3 },
         log,
       ),
@@ -41,6 +42,33 @@ const BENCHMARKS: Benchmark[] = [
         quick
           ? { nodes: 1_000, graceMs: 1_000, steadySeconds: 2 }
           : { nodes: 5_000, graceMs: 1_000, steadySeconds: 10 },
+        log,
+      ),
+  },
+  {
+    name: 'failover',
+    run: (quick, log) =>
+      benchFailover(
+        quick
+          ? {
+              leaseDurationSeconds: 2,
+              renewDeadlineSeconds: 1,
+              retryPeriodSeconds: 0.5,
+              ttlSeconds: 3,
+              heartbeatSeconds: 1,
+              replicas: 2,
+              managed: false,
+            }
+          : {
+              // The defaults of `berth-operator run` and of a BerthLease.
+              leaseDurationSeconds: 15,
+              renewDeadlineSeconds: 10,
+              retryPeriodSeconds: 2,
+              ttlSeconds: 30,
+              heartbeatSeconds: 10,
+              replicas: 2,
+              managed: true,
+            },
         log,
       ),
   },
@@ -77,12 +105,16 @@ const log = (msg: string): void => {
   process.stderr.write(`${msg}\n`);
 };
 const results: Record<string, Record<string, number | string | boolean>> = {};
+const wallSeconds: Record<string, number> = {};
 const loadBefore = loadavg();
 const started = performance.now();
 for (const bench of BENCHMARKS) {
   if (only && bench.name !== only) continue;
   log(`bench: ${bench.name}${quick ? ' (quick)' : ''}`);
+  const benchStarted = performance.now();
   results[bench.name] = await bench.run(quick, log);
+  wallSeconds[bench.name] = (performance.now() - benchStarted) / 1000;
+  log(`bench: ${bench.name} took ${wallSeconds[bench.name]!.toFixed(1)} s`);
 }
 process.stdout.write(
   `${JSON.stringify(
@@ -98,6 +130,7 @@ process.stdout.write(
       },
       quick,
       wall_seconds: (performance.now() - started) / 1000,
+      wall_seconds_by_benchmark: wallSeconds,
       results,
     },
     null,
