@@ -101,7 +101,8 @@ export function baseRbac(): RbacObject[] {
         verbs: ['get'],
       },
     ]),
-    // src/kube/leader.ts: read, create when absent, renew/take over/release by update.
+    // src/kube/leader.ts: read, create when absent, renew/take over/release by update, and a candidate's
+    // watch of that one Lease (list/watch with fieldSelector metadata.name, authorized by resourceNames).
     ...role(
       'berth-operator-leader-election',
       'leader-election',
@@ -111,7 +112,7 @@ export function baseRbac(): RbacObject[] {
           apiGroups: ['coordination.k8s.io'],
           resources: ['leases'],
           resourceNames: [LEADER_ELECTION_ID],
-          verbs: ['get', 'update'],
+          verbs: ['get', 'list', 'update', 'watch'],
         },
       ],
       OPERATOR_NAMESPACE,

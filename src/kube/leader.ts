@@ -28,8 +28,16 @@ import {
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { Logger } from '../observability/logger.ts';
 import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
-import { DispatcherReuse, describeError, isConflict, isNotFound, typedRequestOptions } from './client.ts';
+import {
+  DispatcherReuse,
+  describeError,
+  isConflict,
+  isNotFound,
+  KubeTransport,
+  typedRequestOptions,
+} from './client.ts';
 import { type Clock, realClock } from './clock.ts';
+import { Informer } from './informer.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Defaults (Kubernetes component-base / controller-runtime)
@@ -257,6 +265,17 @@ export interface LeaseClient {
   create(namespace: string, lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
   /** PUT carrying `lease.metadata.resourceVersion`: rejects with a 409 when it is stale. */
   replace(namespace: string, name: string, lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
+  /**
+   * Optional: watches the Lease until `signal` aborts, calling `onHolder` with its holder on every change
+   * ('' once released). A candidate then tries at once when the leader releases, instead of at its next
+   * jittered retry (up to 2.2 retry periods later); without it, candidates only poll, as client-go's do.
+   */
+  watchHolder?(
+    namespace: string,
+    name: string,
+    signal: AbortSignal,
+    onHolder: (holder: string) => void,
+  ): void;
 }
 
 export const LEASE_FIELD_MANAGER = 'berth-operator';
@@ -272,6 +291,21 @@ export function kubeLeaseClient(kc: KubeConfig): LeaseClient {
   const pool = new DispatcherReuse();
   const options = (signal: AbortSignal): ConfigurationOptions => typedRequestOptions({ pool, signal });
   return {
+    watchHolder(namespace, name, signal, onHolder) {
+      const transport = new KubeTransport(kc);
+      const informer = new Informer<V1Lease>({
+        name: `leader-election-${name}`,
+        transport,
+        resource: { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace },
+        fieldSelector: `metadata.name=${name}`,
+      });
+      const report = (lease: V1Lease): void => onHolder(lease.spec?.holderIdentity ?? '');
+      informer.addEventHandler({ onAdd: report, onUpdate: (_old, lease) => report(lease) });
+      informer.start(signal);
+      signal.addEventListener('abort', () => void informer.stop().finally(() => transport.close()), {
+        once: true,
+      });
+    },
     async get(namespace, name, signal) {
       try {
         return await api.readNamespacedLease({ name, namespace }, options(signal));
@@ -452,6 +486,38 @@ export class LeaderElector {
   /** Resolves with the send time of the winning attempt, or undefined when cancelled first. */
   async #acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<number | undefined> {
     this.#log?.info('attempting to acquire leader lease');
+    // A release seen by the watch ends the current wait; one seen during an attempt skips the next wait.
+    const campaign = new AbortController();
+    let released = false;
+    let wake: AbortController | undefined;
+    this.#o.client.watchHolder?.(
+      this.#o.namespace,
+      this.#o.name,
+      AbortSignal.any([signal, campaign.signal]),
+      (h) => {
+        if (h !== '') return;
+        released = true;
+        wake?.abort();
+      },
+    );
+    try {
+      return await this.#campaign(signal, callbacks, () => {
+        const seen = released;
+        released = false;
+        wake = new AbortController();
+        return seen ? undefined : wake.signal;
+      });
+    } finally {
+      campaign.abort();
+    }
+  }
+
+  /** `nextWake()`: a signal that ends the coming wait early, or undefined to skip the wait. */
+  async #campaign(
+    signal: AbortSignal,
+    callbacks: LeaderCallbacks,
+    nextWake: () => AbortSignal | undefined,
+  ): Promise<number | undefined> {
     while (!signal.aborted) {
       const attempt = await this.#tryAcquireOrRenew(this.#o.renewDeadlineMs, false);
       this.#reportTransition(callbacks);
@@ -467,7 +533,9 @@ export class LeaderElector {
         this.#o.retryPeriodMs,
         this.#random(),
       );
-      if (!(await this.#sleep(delay, signal))) return undefined;
+      const woken = nextWake();
+      if (woken === undefined) continue;
+      await this.#sleep(delay, AbortSignal.any([signal, woken]));
     }
     return undefined;
   }

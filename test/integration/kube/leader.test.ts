@@ -37,16 +37,24 @@ interface Candidate {
   startedAt: number[];
 }
 
-function candidate(user: string): Candidate {
+function candidate(
+  user: string,
+  timing: { lease: string; leaseMs: number; renewMs: number; retryMs: number } = {
+    lease: LEASE,
+    leaseMs: LEASE_MS,
+    renewMs: RENEW_DEADLINE_MS,
+    retryMs: RETRY_MS,
+  },
+): Candidate {
   const kc = kubeConfigFrom(t.sandbox.users.add(user).kubeconfig);
   const elector = new LeaderElector({
     client: kubeLeaseClient(kc),
     namespace: NAMESPACE,
-    name: LEASE,
+    name: timing.lease,
     identity: `${user}_id`,
-    leaseDurationMs: LEASE_MS,
-    renewDeadlineMs: RENEW_DEADLINE_MS,
-    retryPeriodMs: RETRY_MS,
+    leaseDurationMs: timing.leaseMs,
+    renewDeadlineMs: timing.renewMs,
+    retryPeriodMs: timing.retryMs,
     releaseOnCancel: true,
     registry: createRegistry({ defaultMetrics: false }),
   });
@@ -176,5 +184,19 @@ describe('leader election against the API server', () => {
     expect(holderMismatches).toEqual([]);
     expect(samples).toBeGreaterThan(500);
     expect(leaseChecks).toBeGreaterThan(20);
+  });
+
+  it('a waiting candidate takes a released Lease at once (it watches it), not at its next retry', async () => {
+    // Retries at least 40 s apart: only the watch of the Lease can explain a take-over within the deadline below.
+    const slow = { lease: 'watched', leaseMs: 90_000, renewMs: 60_000, retryMs: 40_000 };
+    const first = candidate('watch-a', slow);
+    await eventually(() => first.elector.isLeader(), { timeoutMs: 10_000 });
+    const second = candidate('watch-b', slow);
+    await eventually(() => second.elector.getLeader() === 'watch-a_id', { timeoutMs: 10_000 });
+    first.stop.abort();
+    expect((await first.done).released).toBe(true);
+    await eventually(() => second.elector.isLeader(), { timeoutMs: 10_000 });
+    second.stop.abort();
+    await second.done;
   });
 });
