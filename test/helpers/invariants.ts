@@ -165,6 +165,11 @@ export class InvariantMonitor {
     return this.#clusters.find((c) => c.name === cluster)?.running.size ?? 0;
   }
 
+  /** The last positive fencing token the monitor saw for a central key (`namespace/leaseName`) in a cluster. */
+  token(cluster: string, key: string): number | undefined {
+    return this.#clusters.find((c) => c.name === cluster)?.tokens.get(key);
+  }
+
   /** How many times a watch failed and was restarted. */
   watchErrors(): number {
     return this.#watchErrors;

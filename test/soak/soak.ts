@@ -8,8 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { mergePatch } from '../helpers/api.ts';
 import type { Breach } from '../helpers/invariants.ts';
-import { GATE } from '../integration/managed/harness.ts';
-import { type ActionCounts, Churn, type ChurnLimits } from './churn.ts';
+import { GATE, NS } from '../integration/managed/harness.ts';
+import { type ActionCounts, Churn, type ChurnLimits, LEASE_TIMES } from './churn.ts';
 import { FaultInjector } from './faults.ts';
 import { Random } from './random.ts';
 import { type HealthSummary, LAG_P99_LIMIT_MS, leaks, Sampler } from './sampler.ts';
@@ -108,30 +108,46 @@ async function leaseStates(world: World, name: string): Promise<string> {
   return states.join(' | ');
 }
 
-/** A fencing token that goes up and back down in one cluster's status (restored, so nothing locks up). */
-async function injectTokenDecrease(world: World, log: (line: string) => void): Promise<void> {
+/** The subject of an injected breach: a lease-only BerthLease of the first cluster, held before churn and faults start. */
+const PROBE = 'breach-probe';
+
+async function startProbe(world: World): Promise<void> {
+  const site = world.sites[0];
+  if (site === undefined) throw new Error('no cluster for the breach probe');
+  await site.cluster.createLease(PROBE, {
+    leaseName: PROBE,
+    holderIdentity: 'unused-with-cluster-id',
+    semantics: 'at-most-once',
+    ...LEASE_TIMES,
+  });
   const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    for (const site of world.sites) {
-      const list = (await site.cluster.custom.listNamespacedCustomObject({ ...site.cluster.ref() })) as {
-        items: Array<{ metadata: { name: string }; status?: { fencingToken?: number } }>;
-      };
-      const held = list.items.find((l) => (l.status?.fencingToken ?? 0) > 0);
-      if (held === undefined) continue;
-      const token = held.status?.fencingToken ?? 0;
-      const write = (fencingToken: number) =>
-        site.cluster.custom.patchNamespacedCustomObjectStatus(
-          { ...site.cluster.ref(), name: held.metadata.name, body: { status: { fencingToken } } },
-          mergePatch,
-        );
-      await write(token + 1);
-      await write(token);
-      log(`injected: ${site.name} BerthLease ${held.metadata.name} fencingToken ${token + 1} -> ${token}`);
-      return;
-    }
-    await sleep(200);
+  while ((world.monitor.token(site.name, `${NS}/${PROBE}`) ?? 0) <= 0) {
+    if (Date.now() > deadline) throw new Error(`the breach probe ${PROBE} was not held within 20 s`);
+    await sleep(100);
   }
-  log('injection: no held lease found');
+}
+
+/**
+ * A fencing token that goes up and back down in the probe's status (restored, so nothing locks up). The
+ * probe, not whatever the churn holds at that moment, so the breach happens whatever the faults did.
+ */
+async function injectTokenDecrease(world: World, log: (line: string) => void): Promise<void> {
+  const site = world.sites[0];
+  if (site === undefined) return;
+  const key = `${NS}/${PROBE}`;
+  const token = world.monitor.token(site.name, key) ?? 0;
+  const write = (fencingToken: number) =>
+    site.cluster.custom.patchNamespacedCustomObjectStatus(
+      { ...site.cluster.ref(), name: PROBE, body: { status: { fencingToken } } },
+      mergePatch,
+    );
+  await write(token + 1);
+  // The raised token must be seen before it is lowered: a watch dropped by a fault in between would
+  // otherwise relist straight to the restored value and the breach would go unseen.
+  const seenBy = Date.now() + 10_000;
+  while ((world.monitor.token(site.name, key) ?? 0) < token + 1 && Date.now() < seenBy) await sleep(50);
+  await write(token);
+  log(`injected: ${site.name} BerthLease ${PROBE} fencingToken ${token + 1} -> ${token}`);
 }
 
 export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
@@ -146,6 +162,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
   let health: HealthSummary | undefined;
   const objects: SoakSummary['objects'] = {};
   try {
+    if (o.injectBreach) await startProbe(world);
     sampler.start(o.sampleMs);
     const end = Date.now() + o.durationMs;
     let injected = !o.injectBreach;
