@@ -7,13 +7,16 @@
 // matching the operator's user.
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:https';
+import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { build } from '../../scripts/build.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
 import { startCentralServer } from '../../src/central/server.ts';
 import { KubeTransport } from '../../src/kube/client.ts';
 import { Informer } from '../../src/kube/informer.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { berthLease } from '../fixtures/webhooks/objects.ts';
+import { imageEnv } from '../helpers/image.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
 import { NS, OPERATOR_USER, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
 
@@ -27,6 +30,14 @@ export interface LeasesBenchOptions {
   heartbeats: number;
   /** Further `run` flags for the operator (experiments: concurrency, rate limits). */
   operatorArgs?: string[];
+  /**
+   * The operator as the image ships it (the default): the compiled JavaScript of scripts/build.ts, with the
+   * image's environment (its ENV lines: NODE_OPTIONS and the like). `false` runs the TypeScript sources
+   * with Node's defaults, as `npm start` does.
+   */
+  asShipped?: boolean;
+  /** The operator's environment instead of the image's (experiments). */
+  env?: Record<string, string>;
 }
 
 const PATH = `/apis/berth.skaphos.io/v1alpha1/namespaces/${NS}/berthleases`;
@@ -80,7 +91,17 @@ function call(
   });
 }
 
-async function one(n: number, opts: LeasesBenchOptions, log: (msg: string) => void): Promise<Figures> {
+interface Entry {
+  main?: string;
+  env?: Record<string, string>;
+}
+
+async function one(
+  n: number,
+  opts: LeasesBenchOptions,
+  entry: Entry,
+  log: (msg: string) => void,
+): Promise<Figures> {
   const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
   let cluster: OperatorCluster | undefined;
   let operator: OperatorProcess | undefined;
@@ -92,6 +113,7 @@ async function one(n: number, opts: LeasesBenchOptions, log: (msg: string) => vo
       // At info, as deployed (the process helper reads its addresses from the info lines, too).
       central: { url: central.url, clusterId: 'bench-east' },
       args: opts.operatorArgs ?? [],
+      ...entry,
     });
     await operator.ready(60_000);
     const sandbox = cluster.t.sandbox;
@@ -229,7 +251,17 @@ export async function benchLeases(opts: LeasesBenchOptions, log: (msg: string) =
     steady_state_window_heartbeats: opts.heartbeats,
     operator: 'berth-operator run in a child process (leader election, workload admission on, no Nodes)',
   };
-  for (const n of opts.sizes) Object.assign(out, await one(n, opts, log));
+  const entry: Entry = {};
+  if (opts.asShipped !== false) {
+    log('leases: building the operator as the image ships it (npm run build)');
+    entry.main = build(join(process.cwd(), 'build/bench'));
+  }
+  entry.env = opts.env ?? (opts.asShipped !== false ? imageEnv() : {});
+  out.operator_entry = entry.main === undefined ? 'src/main.ts (type stripping)' : 'compiled (npm run build)';
+  out.operator_env = Object.entries(entry.env)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  for (const n of opts.sizes) Object.assign(out, await one(n, opts, entry, log));
   const maxN = Math.max(...opts.sizes);
   const heldS = out[`n${maxN}_all_held_seconds`] as number;
   out[`target_n${maxN}_held_within_15_seconds`] = heldS <= 15 ? 'met' : 'missed';

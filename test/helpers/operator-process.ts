@@ -25,6 +25,8 @@ export interface OperatorProcessOptions {
   namespace: string;
   /** Further `run` flags; they come after the defaults, so they override them. */
   args?: string[];
+  /** The entry point: `src/main.ts` by default; the built image's `main.js` (scripts/build.ts) to run it as shipped. */
+  main?: string;
   env?: Record<string, string>;
   /** Shown in failures and BERTH_TEST_LOGS output. */
   name?: string;
@@ -86,7 +88,13 @@ let counter = 0;
 
 export function startOperatorProcess(o: OperatorProcessOptions): OperatorProcess {
   const name = o.name ?? `operator-${++counter}`;
-  const args = [MAIN, 'run', `--kubeconfig=${o.kubeconfig}`, `--namespace=${o.namespace}`, ...DEFAULT_ARGS];
+  const args = [
+    o.main ?? MAIN,
+    'run',
+    `--kubeconfig=${o.kubeconfig}`,
+    `--namespace=${o.namespace}`,
+    ...DEFAULT_ARGS,
+  ];
   const child = spawn(NODE, [...args, ...(o.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...o.env },

@@ -1,7 +1,8 @@
 // The Dockerfile, checked statically (no Docker engine here): multi-stage on the Node.js version the project
-// pins, base images pinned, production dependencies only, a non-root user, the entrypoint, every copied
-// path present and not excluded by .dockerignore, and everything `node src/main.ts` loads — relative
-// imports, files it reads next to its sources, packages — inside the image.
+// pins, base images pinned, production dependencies only in the image, a non-root user, the entrypoint,
+// every copied path present and not excluded by .dockerignore, and everything `src/main.ts` loads —
+// relative imports, files it reads next to its sources, packages — compiled into the image. That the
+// compiled tree runs is test/integration/deploy/build.test.ts's.
 import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -40,6 +41,10 @@ function parseDockerfile(source: string): Stage[] {
 
 const stages = parseDockerfile(text('Dockerfile'));
 const final = stages.at(-1)!;
+/** The stage that runs scripts/build.ts. */
+const build = stages.find((s) =>
+  s.instructions.some((i) => i.op === 'RUN' && i.args.includes('scripts/build.ts')),
+)!;
 const of = (stage: Stage, op: string): Instruction[] => stage.instructions.filter((i) => i.op === op);
 
 /** `.dockerignore` as Docker applies it (last matching pattern wins), for the simple patterns used here. */
@@ -57,9 +62,9 @@ function includedInContext(path: string): boolean {
   return included;
 }
 
-/** Final-stage COPY instructions from the build context: [source, destination relative to WORKDIR]. */
-function contextCopies(): [string, string][] {
-  return of(final, 'COPY')
+/** A stage's COPY instructions from the build context: [source, destination relative to WORKDIR]. */
+function contextCopies(stage: Stage): [string, string][] {
+  return of(stage, 'COPY')
     .filter((c) => !c.args.startsWith('--from'))
     .flatMap((c) => {
       const parts = c.args.split(/\s+/).filter((p) => !p.startsWith('--'));
@@ -91,7 +96,7 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('installs production dependencies only, from the lockfile', () => {
+  it('installs from the lockfile, and only production dependencies reach the image', () => {
     // Every npm command of every RUN (commands split at && ; |).
     const commands = stages.flatMap((s) =>
       of(s, 'RUN').flatMap((r) => r.args.split(/&&|;|\|/).map((c) => c.trim())),
@@ -100,42 +105,54 @@ describe('Dockerfile', () => {
     expect(npm.length).toBeGreaterThan(0);
     for (const r of npm) {
       expect(r).toMatch(/\bnpm ci\b/);
-      expect(r).toMatch(/--omit=dev\b/);
       expect(r).not.toMatch(/\bnpm (install|i|add)\b/);
     }
-    const deps = stages.find((s) => of(s, 'RUN').some((r) => /\bnpm ci\b/.test(r.args)));
-    expect(of(deps!, 'COPY').map((c) => c.args)).toContain('package.json package-lock.json ./');
-    const fromDeps = of(final, 'COPY').filter((c) => c.args.startsWith(`--from=${deps?.name}`));
-    expect(fromDeps.map((c) => c.args)).toEqual([`--from=${deps?.name} /app/node_modules ./node_modules`]);
-    expect(of(deps!, 'WORKDIR').at(-1)?.args).toBe('/app');
-    expect(of(final, 'WORKDIR').at(-1)?.args).toBe('/app');
+    // The final stage takes node_modules from one stage, which installs with --omit=dev, and from the
+    // build stage (whose npm ci has the compiler) only the compiled output.
+    const fromStages = of(final, 'COPY').filter((c) => c.args.startsWith('--from='));
+    const modules = fromStages.filter((c) => c.args.endsWith(' ./node_modules'));
+    expect(modules).toHaveLength(1);
+    const deps = stages.find((s) => modules[0]!.args.startsWith(`--from=${s.name} `))!;
+    expect(of(deps, 'RUN').map((r) => r.args)).toEqual([expect.stringMatching(/^npm ci --omit=dev\b/)]);
+    expect(of(deps, 'COPY').map((c) => c.args)).toEqual(['package.json package-lock.json ./']);
+    expect(modules[0]!.args).toBe(`--from=${deps.name} /app/node_modules ./node_modules`);
+    expect(fromStages.map((c) => c.args).filter((a) => !a.endsWith(' ./node_modules'))).toEqual([
+      `--from=${build.name} /app/build ./`,
+    ]);
+    for (const s of [deps, build, final]) expect(of(s, 'WORKDIR').at(-1)?.args).toBe('/app');
   });
 
-  it('runs node src/main.ts run as the non-root uid 65532', () => {
+  it('runs node src/main.js run, built by scripts/build.ts, as the non-root uid 65532', () => {
     const user = of(final, 'USER').at(-1)?.args ?? '';
     expect(user).toMatch(/^65532(:65532)?$/);
     // USER comes after every RUN of the final stage, so nothing runs as root after it.
     const order = final.instructions.map((i) => i.op);
     expect(order.lastIndexOf('RUN')).toBeLessThan(order.lastIndexOf('USER'));
-    expect(JSON.parse(of(final, 'ENTRYPOINT').at(-1)?.args ?? 'null')).toEqual(['node', 'src/main.ts']);
+    expect(JSON.parse(of(final, 'ENTRYPOINT').at(-1)?.args ?? 'null')).toEqual(['node', 'src/main.js']);
     expect(JSON.parse(of(final, 'CMD').at(-1)?.args ?? 'null')).toEqual(['run']);
-    expect(existsSync(join(ROOT, 'src/main.ts'))).toBe(true);
+    expect(of(build, 'RUN').at(-1)?.args).toBe('node scripts/build.ts --out-dir /app/build');
   });
 
   it('copies only paths that exist and that .dockerignore lets into the build context', () => {
-    const copies = contextCopies();
+    const copies = [...contextCopies(build), ...contextCopies(final)];
     expect(copies.length).toBeGreaterThan(0);
     for (const [src] of [...copies, ['package-lock.json', '']]) {
       expect(existsSync(join(ROOT, src!)), `${src} exists`).toBe(true);
       expect(includedInContext(src!), `${src} is in the build context`).toBe(true);
     }
-    for (const excluded of ['node_modules', '.git', 'test', 'scripts', '.sandbox'])
+    for (const excluded of ['node_modules', '.git', 'test', 'scripts/deploy.ts', '.sandbox', 'build'])
       expect(includedInContext(excluded), `${excluded} stays out`).toBe(false);
   });
 
-  it('holds every file and package that src/main.ts loads, and needs no dev dependency', () => {
-    const inImage = (file: string): boolean =>
-      contextCopies().some(([src]) => file === src || file.startsWith(`${src}/`));
+  it('compiles every file that src/main.ts loads, and it needs no dev dependency', () => {
+    // The build stage has the sources; tsconfig.build.json compiles its `include`, and scripts/build.ts
+    // copies deploy/crds next to the output.
+    const config = JSON.parse(text('tsconfig.build.json')) as { include: string[] };
+    const copied = contextCopies(build).map(([src]) => src);
+    for (const dir of config.include) expect(copied, `the build stage copies ${dir}`).toContain(dir);
+    const compiled = (file: string): boolean =>
+      config.include.some((dir) => file.startsWith(`${dir}/`)) ||
+      (file.startsWith('deploy/crds/') && copied.includes('deploy/crds'));
     const pkg = JSON.parse(text('package.json')) as { type?: string; dependencies: Record<string, string> };
     expect(pkg.type).toBe('module');
     const seen = new Set<string>();
@@ -143,7 +160,7 @@ describe('Dockerfile', () => {
     const visit = (file: string): void => {
       if (seen.has(file)) return;
       seen.add(file);
-      expect(inImage(relative(ROOT, file)), `${relative(ROOT, file)} is copied into the image`).toBe(true);
+      expect(compiled(relative(ROOT, file)), `${relative(ROOT, file)} is in the image`).toBe(true);
       if (!file.endsWith('.ts')) return;
       const source = readFileSync(file, 'utf8');
       // Value imports and re-exports (type-only ones are erased), dynamic imports, and URLs of files read.

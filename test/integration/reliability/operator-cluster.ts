@@ -45,8 +45,10 @@ export interface StartOptions {
   args?: string[];
   /** The central lease API: runs the BerthLease controller as this cluster id. */
   central?: { url: string; clusterId: string };
-  /** Extra environment of the process (e.g. HOME, TMPDIR). */
+  /** Extra environment of the process (e.g. HOME, TMPDIR, NODE_OPTIONS). */
   env?: Record<string, string>;
+  /** Entry point other than `src/main.ts` (the built `main.js`). */
+  main?: string;
 }
 
 export class OperatorCluster {
@@ -115,6 +117,7 @@ export class OperatorCluster {
       args,
       name: o.name,
       ...(o.env ? { env: o.env } : {}),
+      ...(o.main ? { main: o.main } : {}),
     });
   }
 

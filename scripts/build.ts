@@ -1,0 +1,39 @@
+// `npm run build [-- --out-dir DIR]`: the operator as the container image ships it — the TypeScript of src/,
+// webhooks/ and certs/ compiled to JavaScript (tsconfig.build.json: types erased, `.ts` imports rewritten
+// to `.js`, nothing down-levelled) plus the CRD manifests the code reads, laid out so that `node
+// DIR/src/main.js` runs. Running compiled JavaScript spares every process Node's type stripper (about
+// 18 MiB of RSS, and the stripping at each start); development and the tests run the sources directly.
+import { spawnSync } from 'node:child_process';
+import { cpSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** Builds into `outDir` (emptied first); returns the path of its `src/main.js`. */
+export function build(outDir: string): string {
+  rmSync(outDir, { recursive: true, force: true });
+  const tsc = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(ROOT, 'tsconfig.build.json'),
+      '--outDir',
+      outDir,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (tsc.status !== 0)
+    throw new Error(
+      `tsc -p tsconfig.build.json failed (${tsc.status ?? tsc.signal}):\n${tsc.stdout}${tsc.stderr}`,
+    );
+  cpSync(join(ROOT, 'deploy/crds'), join(outDir, 'deploy/crds'), { recursive: true });
+  return join(outDir, 'src/main.js');
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({ options: { 'out-dir': { type: 'string', default: join(ROOT, 'build') } } });
+  const main = build(resolve(values['out-dir']));
+  process.stdout.write(`built ${main}\n`);
+}
