@@ -27,21 +27,53 @@ export interface AdmissionIO {
 
 export type ReadKind = 'list-leases' | 'get-lease' | 'get-workload';
 
-/** Wraps an AdmissionIO so that every read is reported (per review and to the metrics). */
-export function countingIO(io: AdmissionIO, onRead: (kind: ReadKind) => void): AdmissionIO {
-  return {
-    listLeases: (namespace, limit) => {
-      onRead('list-leases');
-      return io.listLeases(namespace, limit);
-    },
-    getLease: (namespace, name) => {
-      onRead('get-lease');
-      return io.getLease(namespace, name);
-    },
-    getWorkload: (kind, namespace, name) => {
-      onRead('get-workload');
-      return io.getWorkload(kind, namespace, name);
-    },
-    updateLeaseStatus: (lease) => io.updateLeaseStatus(lease),
-  };
+/**
+ * One review's AdmissionIO: opens the real one, bound to the review's deadline signal, on the first call,
+ * so that a review decided without the API server makes neither (nor the signal), and counts the reads.
+ */
+export class CountingIO implements AdmissionIO {
+  /** Reads made through this object. */
+  reads = 0;
+  readonly #open: (signal: AbortSignal) => AdmissionIO;
+  readonly #scope: { readonly signal: AbortSignal };
+  readonly #onRead: (kind: ReadKind) => void;
+  #io: AdmissionIO | undefined;
+
+  /** `scope.signal` is read when the first call opens the I/O; `onRead` hears of every read. */
+  constructor(
+    open: (signal: AbortSignal) => AdmissionIO,
+    scope: { readonly signal: AbortSignal },
+    onRead: (kind: ReadKind) => void,
+  ) {
+    this.#open = open;
+    this.#scope = scope;
+    this.#onRead = onRead;
+  }
+
+  #read(kind: ReadKind): AdmissionIO {
+    this.reads++;
+    this.#onRead(kind);
+    return this.#opened();
+  }
+
+  #opened(): AdmissionIO {
+    this.#io ??= this.#open(this.#scope.signal);
+    return this.#io;
+  }
+
+  listLeases(namespace: string, limit?: number): Promise<LeaseList> {
+    return this.#read('list-leases').listLeases(namespace, limit);
+  }
+
+  getLease(namespace: string, name: string): Promise<JsonObject | undefined> {
+    return this.#read('get-lease').getLease(namespace, name);
+  }
+
+  getWorkload(kind: WorkloadKind, namespace: string, name: string): Promise<JsonObject | undefined> {
+    return this.#read('get-workload').getWorkload(kind, namespace, name);
+  }
+
+  updateLeaseStatus(lease: JsonObject): Promise<void> {
+    return this.#opened().updateLeaseStatus(lease);
+  }
 }

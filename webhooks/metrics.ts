@@ -1,18 +1,23 @@
 // Admission metrics: controller-runtime's webhook series (so existing dashboards work) plus ours, all
-// registered on the injected registry through the get-or-create helpers.
-import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+// registered on the injected registry through the get-or-create helpers. The series every review
+// updates are plain-metrics.ts's (counted in plain numbers, exported at scrape time); the rest, updated
+// only on a denial or a failure, are prom-client's own.
+import type { Counter, Registry } from 'prom-client';
+import { exponentialBuckets, getOrCreateCounter } from '../src/observability/metrics.ts';
 import {
-  exponentialBuckets,
-  getOrCreateCounter,
-  getOrCreateGauge,
-  getOrCreateHistogram,
-} from '../src/observability/metrics.ts';
+  type PlainCounter,
+  type PlainGauge,
+  type PlainHistogram,
+  plainCounter,
+  plainGauge,
+  plainHistogram,
+} from './plain-metrics.ts';
 
 export interface WebhookMetrics {
   /** `code` is the HTTP status of the answer (200 for every AdmissionReview, 4xx for refused requests). */
-  requests: Counter<'webhook' | 'code'>;
-  latency: Histogram<'webhook'>;
-  inFlight: Gauge<'webhook'>;
+  requests: PlainCounter<'webhook' | 'code'>;
+  latency: PlainHistogram<'webhook'>;
+  inFlight: PlainGauge<'webhook'>;
   /** Handler errors turned into denials (controller-runtime counts recovered panics here). */
   panics: Counter<never>;
   rejections: Counter<'reason'>;
@@ -21,18 +26,18 @@ export interface WebhookMetrics {
 
 export function webhookMetrics(registry: Registry): WebhookMetrics {
   return {
-    requests: getOrCreateCounter(registry, {
+    requests: plainCounter(registry, {
       name: 'controller_runtime_webhook_requests_total',
       help: 'Total number of admission requests by HTTP status code.',
       labelNames: ['webhook', 'code'],
     }),
-    latency: getOrCreateHistogram(registry, {
+    latency: plainHistogram(registry, {
       name: 'controller_runtime_webhook_latency_seconds',
       help: 'Histogram of the latency of processing admission requests',
       labelNames: ['webhook'],
       buckets: exponentialBuckets(0.001, 2, 14),
     }),
-    inFlight: getOrCreateGauge(registry, {
+    inFlight: plainGauge(registry, {
       name: 'controller_runtime_webhook_requests_in_flight',
       help: 'Current number of admission requests being served.',
       labelNames: ['webhook'],
@@ -54,18 +59,18 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
 }
 
 export interface ReadMetrics {
-  reads: Counter<'webhook' | 'kind'>;
-  readsPerReview: Histogram<'webhook'>;
+  reads: PlainCounter<'webhook' | 'kind'>;
+  readsPerReview: PlainHistogram<'webhook'>;
 }
 
 export function readMetrics(registry: Registry): ReadMetrics {
   return {
-    reads: getOrCreateCounter(registry, {
+    reads: plainCounter(registry, {
       name: 'berth_webhook_api_reads_total',
       help: 'Direct API server reads made by admission reviews, by kind of read',
       labelNames: ['webhook', 'kind'],
     }),
-    readsPerReview: getOrCreateHistogram(registry, {
+    readsPerReview: plainHistogram(registry, {
       name: 'berth_webhook_api_reads_per_review',
       help: 'Direct API server reads made by one admission review',
       labelNames: ['webhook'],

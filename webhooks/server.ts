@@ -21,7 +21,9 @@ import { type Clock, realClock } from '../src/kube/clock.ts';
 import type { HealthCheck } from '../src/observability/health.ts';
 import type { Logger } from '../src/observability/logger.ts';
 import { type WebhookMetrics, webhookMetrics } from './metrics.ts';
+import type { CounterSeries, GaugeSeries, HistogramSeries } from './plain-metrics.ts';
 import {
+  type AdmissionApiVersion,
   type AdmissionRequest,
   type AdmissionReview,
   admissionReviewSchema,
@@ -131,21 +133,38 @@ export interface AdmissionServerOptions {
   timeouts?: Partial<ServerTimeouts>;
 }
 
+const DURATION_UNITS_MS: Record<string, number> = {
+  h: 3_600_000,
+  m: 60_000,
+  s: 1000,
+  ms: 1,
+  us: 1e-3,
+  µs: 1e-3,
+  ns: 1e-6,
+};
+
+function parseDuration(value: string): number | undefined {
+  if (!/^(\d+(\.\d+)?(h|m|s|ms|us|µs|ns))+$/.test(value)) return undefined;
+  let total = 0;
+  for (const m of value.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g))
+    total += Number(m[1]) * DURATION_UNITS_MS[m[2]!]!;
+  return total > 0 ? total : undefined;
+}
+
+/**
+ * The API server sends the same `?timeout=` (the webhook's timeoutSeconds) with every review: the first
+ * few values seen are remembered, so the duration is parsed once, not per review.
+ */
+const parsedTimeouts = new Map<string, number | undefined>();
+const MAX_PARSED_TIMEOUTS = 32;
+
 /** Go duration as kube-apiserver writes `?timeout=` (`10s`, `1m0s`, `500ms`), in milliseconds. */
 export function parseTimeoutQuery(value: unknown): number | undefined {
-  if (typeof value !== 'string' || !/^(\d+(\.\d+)?(h|m|s|ms|us|µs|ns))+$/.test(value)) return undefined;
-  const unit: Record<string, number> = {
-    h: 3_600_000,
-    m: 60_000,
-    s: 1000,
-    ms: 1,
-    us: 1e-3,
-    µs: 1e-3,
-    ns: 1e-6,
-  };
-  let total = 0;
-  for (const m of value.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(m[1]) * unit[m[2]!]!;
-  return total > 0 ? total : undefined;
+  if (typeof value !== 'string') return undefined;
+  if (parsedTimeouts.has(value)) return parsedTimeouts.get(value);
+  const ms = parseDuration(value);
+  if (parsedTimeouts.size < MAX_PARSED_TIMEOUTS) parsedTimeouts.set(value, ms);
+  return ms;
 }
 
 /**
@@ -176,32 +195,47 @@ function tlsOptions(pair: CertificatePair): SecureContextOptions {
   return { cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' };
 }
 
-/** A route's metric labels, made once rather than per request. */
-interface RouteLabels {
-  webhook: { webhook: string };
-  ok: { webhook: string; code: string };
+/** A route's metric series, taken once rather than looked up per request. */
+interface RouteSeries {
+  webhook: string;
+  inFlight: GaugeSeries;
+  latency: HistogramSeries;
+  ok: CounterSeries;
 }
 
 interface RequestState {
-  labels: RouteLabels;
+  route: RouteSeries;
   started: number;
   finished: boolean;
   /** Set by the JSON parser: the prototype-poisoning key the body holds, if any. */
-  forbidden?: string | undefined;
+  forbidden: string | undefined;
   /** Whether the JSON parser has looked for such keys. */
   scanned: boolean;
 }
 
 /**
- * One review's context. Its child logger is made on first use: most reviews are allowed without a line.
- * A class, so that the lazy `log` is a getter on the prototype, not one built per review.
+ * Where a request carries its state: a Fastify request decoration (declared on every request up front,
+ * so requests keep one shape), cheaper than a WeakMap lookup in each of the hooks that need it.
+ */
+const STATE = 'berthAdmission';
+type StatefulRequest = FastifyRequest & { [STATE]: RequestState | null };
+
+/** What Fastify sends for a JSON body (it appends the charset to a bare `application/json`). */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * One review's context. Its child logger and its AbortController are made on first use: most reviews are
+ * allowed without a line and without an API read. A class, so that the lazy `log` and `signal` are getters
+ * on the prototype, not built per review.
  */
 class ReviewScope implements ReviewContext {
-  readonly abort = new AbortController();
   readonly webhook: string;
   readonly #parent: Logger | undefined;
   readonly #uid: string;
   #log: Logger | undefined | null = null;
+  #abort: AbortController | undefined;
+  /** Set when the deadline passed; a signal handed out later is born aborted with it. */
+  #expired: Error | undefined;
 
   constructor(parent: Logger | undefined, webhook: string, uid: string) {
     this.#parent = parent;
@@ -210,7 +244,21 @@ class ReviewScope implements ReviewContext {
   }
 
   get signal(): AbortSignal {
-    return this.abort.signal;
+    if (this.#abort === undefined) {
+      this.#abort = new AbortController();
+      if (this.#expired !== undefined) this.#abort.abort(this.#expired);
+    }
+    return this.#abort.signal;
+  }
+
+  get expired(): boolean {
+    return this.#expired !== undefined;
+  }
+
+  /** The deadline passed: aborts the signal if one was handed out, or marks the one to come. */
+  expire(reason: Error): void {
+    this.#expired = reason;
+    this.#abort?.abort(reason);
   }
 
   get log(): Logger | undefined {
@@ -227,7 +275,6 @@ export class AdmissionServer {
   readonly #clock: Clock;
   readonly #metrics: WebhookMetrics;
   readonly #app: FastifyInstance<HttpsServer>;
-  readonly #states = new WeakMap<FastifyRequest, RequestState>();
   #unsubscribe: unknown;
   #listening = false;
   #closing: Promise<void> | undefined;
@@ -358,6 +405,7 @@ export class AdmissionServer {
 
   #routes(): void {
     const app = this.#app;
+    app.decorateRequest(STATE, null);
     // JSON only: Fastify's default text/plain parser would hand a string to the handlers.
     app.removeContentTypeParser('text/plain');
     app.removeContentTypeParser('application/json');
@@ -378,9 +426,12 @@ export class AdmissionServer {
         .send({ code, message: code >= 500 ? 'internal error' : (err.message ?? 'bad request') });
     });
     for (const handler of this.#options.handlers) {
-      const labels: RouteLabels = {
-        webhook: { webhook: handler.path },
-        ok: { webhook: handler.path, code: '200' },
+      const webhook = handler.path;
+      const route: RouteSeries = {
+        webhook,
+        inFlight: this.#metrics.inFlight.series({ webhook }),
+        latency: this.#metrics.latency.series({ webhook }),
+        ok: this.#metrics.requests.series({ webhook, code: '200' }),
       };
       app.route({
         method: 'POST',
@@ -388,18 +439,29 @@ export class AdmissionServer {
         // One callback hook: an async hook costs a promise and a microtask per request, and onResponse /
         // onRequestAbort hooks would each add listeners per request for what the close event below covers.
         onRequest: (request, reply, done) => {
-          this.#states.set(request, { labels, started: performance.now(), finished: false, scanned: false });
-          this.#metrics.inFlight.inc(labels.webhook);
+          const state: RequestState = {
+            route,
+            started: performance.now(),
+            finished: false,
+            forbidden: undefined,
+            scanned: false,
+          };
+          (request as StatefulRequest)[STATE] = state;
+          route.inFlight.inc();
           // The response's close event comes once in every case: after the answer was written, and when the
           // client left before (Fastify's onRequestAbort would miss one leaving while a review is pending).
           reply.raw.on('close', () =>
-            this.#finish(request, reply.raw.writableFinished ? reply.statusCode : 499),
+            this.#finish(state, reply.raw.writableFinished ? reply.statusCode : 499),
           );
           done();
         },
-        // Not an async handler: #serve sends the answer itself, so Fastify need not adopt a promise.
+        // Not an async handler: #answer sends the answer itself, so Fastify need not adopt a promise.
         handler: (request, reply) => {
-          void this.#serve(handler, request, reply);
+          try {
+            this.#answer(handler, request, reply);
+          } catch (err) {
+            this.#fail(reply, err);
+          }
         },
       });
     }
@@ -422,37 +484,37 @@ export class AdmissionServer {
       done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
       return;
     }
-    const state = this.#states.get(request);
-    if (state !== undefined) {
+    const state = (request as StatefulRequest)[STATE];
+    if (state !== null) {
       state.forbidden = mayHoldPrototypeKey(text) ? prototypeKey(body) : undefined;
       state.scanned = true;
     }
     done(null, body);
   }
 
-  #finish(request: FastifyRequest, statusCode: number): void {
-    const state = this.#states.get(request);
-    if (state === undefined || state.finished) return;
+  #finish(state: RequestState, statusCode: number): void {
+    if (state.finished) return;
     state.finished = true;
     const seconds = (performance.now() - state.started) / 1000;
-    const { labels } = state;
-    this.#metrics.inFlight.dec(labels.webhook);
-    this.#metrics.latency.observe(labels.webhook, seconds);
-    this.#metrics.requests.inc(
-      statusCode === 200 ? labels.ok : { webhook: labels.webhook.webhook, code: String(statusCode) },
-    );
+    const { route } = state;
+    route.inFlight.dec();
+    route.latency.observe(seconds);
+    (statusCode === 200
+      ? route.ok
+      : this.#metrics.requests.series({ webhook: route.webhook, code: String(statusCode) })
+    ).inc();
   }
 
-  /** Answers the review; an unexpected error becomes a 500 through the error handler. */
-  async #serve(handler: AdmissionHandler, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    try {
-      await this.#answer(handler, request, reply);
-    } catch (err) {
-      if (!reply.sent) reply.send(err instanceof Error ? err : new Error(String(err)));
-    }
+  /** An unexpected error: a 500 through the error handler, unless an answer went out already. */
+  #fail(reply: FastifyReply, err: unknown): void {
+    if (!reply.sent) reply.send(err instanceof Error ? err : new Error(String(err)));
   }
 
-  async #answer(handler: AdmissionHandler, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  /**
+   * Not async: a well-formed review costs the handler's promise and one reaction to it, and nothing else
+   * (the answer is sent from that reaction, or from the deadline's timer).
+   */
+  #answer(handler: AdmissionHandler, request: FastifyRequest, reply: FastifyReply): void {
     const body = request.body;
     const uid = usableUid(body);
     if (uid === undefined) {
@@ -461,37 +523,49 @@ export class AdmissionServer {
       return;
     }
     const apiVersion = answerApiVersion(body);
-    const state = this.#states.get(request);
+    const state = (request as StatefulRequest)[STATE];
     const forbidden = state?.scanned ? state.forbidden : prototypeKey(body);
-    // Zod runs only on a review the hand-written check rejects, to name what is wrong with it.
-    let review: AdmissionReview | undefined;
-    let issues: string | undefined;
-    if (forbidden === undefined) {
-      if (isAdmissionReview(body)) review = body;
-      else {
-        const parsed = admissionReviewSchema.safeParse(body);
-        if (parsed.success) review = parsed.data;
-        else issues = describeIssues(parsed.error);
-      }
-    }
     const scope = new ReviewScope(this.#options.logger, handler.path, uid);
-    let decision: Decision;
     if (forbidden !== undefined) {
-      decision = deny(
-        'malformed',
-        `malformed AdmissionReview: forbidden key ${JSON.stringify(forbidden)}`,
-        400,
-      );
-    } else if (review === undefined) {
-      decision = deny('malformed', `malformed AdmissionReview: ${issues}`, 400);
-    } else {
-      const query = request.query as Record<string, unknown> | undefined;
-      const budget = reviewBudgetMs(
-        parseTimeoutQuery(query?.timeout),
-        this.#options.maxReviewMs ?? LOCAL_TIMEOUT_MS,
-      );
-      decision = await this.#decide(handler, review.request, budget, scope);
+      const message = `malformed AdmissionReview: forbidden key ${JSON.stringify(forbidden)}`;
+      this.#respond(reply, apiVersion, uid, scope, undefined, deny('malformed', message, 400));
+      return;
     }
+    // Zod runs only on a review the hand-written check rejects, to name what is wrong with it.
+    let review: AdmissionReview;
+    if (isAdmissionReview(body)) review = body;
+    else {
+      const parsed = admissionReviewSchema.safeParse(body);
+      if (!parsed.success) {
+        const message = `malformed AdmissionReview: ${describeIssues(parsed.error)}`;
+        this.#respond(reply, apiVersion, uid, scope, undefined, deny('malformed', message, 400));
+        return;
+      }
+      review = parsed.data;
+    }
+    const query = request.query as Record<string, unknown> | undefined;
+    const budget = reviewBudgetMs(
+      parseTimeoutQuery(query?.timeout),
+      this.#options.maxReviewMs ?? LOCAL_TIMEOUT_MS,
+    );
+    this.#decide(handler, review.request, budget, scope, (decision) => {
+      // Called from a promise reaction or a timer: an error here must not escape as an unhandled one.
+      try {
+        this.#respond(reply, apiVersion, uid, scope, review, decision);
+      } catch (err) {
+        this.#fail(reply, err);
+      }
+    });
+  }
+
+  #respond(
+    reply: FastifyReply,
+    apiVersion: AdmissionApiVersion,
+    uid: string,
+    scope: ReviewScope,
+    review: AdmissionReview | undefined,
+    decision: Decision,
+  ): void {
     if (!decision.allowed) {
       this.#metrics.rejections.inc({ reason: decision.reason });
       const r = review?.request;
@@ -509,46 +583,52 @@ export class AdmissionServer {
         `denied: ${decision.message}`,
       );
     }
+    // Serialized here, with the charset Fastify would add: a string with a full content type skips its
+    // serializer lookup and content-type rewrite, and the bytes on the wire are the same.
     reply
       .code(200)
-      .header('content-type', 'application/json')
-      .send(reviewResponse(apiVersion, uid, decision));
+      .header('content-type', JSON_CONTENT_TYPE)
+      .send(JSON.stringify(reviewResponse(apiVersion, uid, decision)));
   }
 
   /**
-   * Runs the handler under the deadline; every failure becomes a denial. Whichever settles first, the
-   * handler or the deadline, decides (one promise per review rather than a race of three).
+   * Runs the handler under the deadline and hands `answer` the decision, exactly once: whichever comes
+   * first, the handler's or the deadline's. Every failure becomes a denial.
    */
   #decide(
     handler: AdmissionHandler,
     req: AdmissionRequest,
     budgetMs: number,
     scope: ReviewScope,
-  ): Promise<Decision> {
-    const { abort } = scope;
-    return new Promise<Decision>((resolve) => {
-      const timer = this.#clock.setTimeout(() => {
-        abort.abort(new Error('admission review deadline exceeded'));
-        resolve(deny('deadline', `admission review did not complete within ${Math.round(budgetMs)}ms`, 504));
-      }, budgetMs);
-      const failed = (err: unknown): void => {
-        timer.cancel();
-        if (abort.signal.aborted) {
-          resolve(deny('deadline', 'admission review deadline exceeded', 504));
-          return;
-        }
-        this.#metrics.panics.inc();
-        scope.log?.error({ err: describe(err) }, 'admission handler failed; denying');
-        resolve(deny('internal-error', `internal error: ${describe(err)}`, 500));
-      };
-      try {
-        handler.review(req, scope).then((decision) => {
-          timer.cancel();
-          resolve(decision);
-        }, failed);
-      } catch (err) {
-        failed(err);
+    answer: (decision: Decision) => void,
+  ): void {
+    let settled = false;
+    const settle = (decision: Decision): void => {
+      if (settled) return;
+      settled = true;
+      answer(decision);
+    };
+    const timer = this.#clock.setTimeout(() => {
+      scope.expire(new Error('admission review deadline exceeded'));
+      settle(deny('deadline', `admission review did not complete within ${Math.round(budgetMs)}ms`, 504));
+    }, budgetMs);
+    const failed = (err: unknown): void => {
+      timer.cancel();
+      if (scope.expired) {
+        settle(deny('deadline', 'admission review deadline exceeded', 504));
+        return;
       }
-    });
+      this.#metrics.panics.inc();
+      scope.log?.error({ err: describe(err) }, 'admission handler failed; denying');
+      settle(deny('internal-error', `internal error: ${describe(err)}`, 500));
+    };
+    try {
+      handler.review(req, scope).then((decision) => {
+        timer.cancel();
+        settle(decision);
+      }, failed);
+    } catch (err) {
+      failed(err);
+    }
   }
 }

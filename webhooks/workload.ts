@@ -111,7 +111,76 @@ export type Workload = z.infer<typeof workloadSchema>;
 
 export type ParseResult = { ok: true; value: Workload } | { ok: false; error: string };
 
+// ---- the same checks as workloadSchema, hand-written for the hot path ----
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** JSON.parse makes `__proto__` an own key; zod's copy drops it, so such objects are left to zod. */
+const isPlain = (v: unknown): v is JsonObject => isObject(v) && !Object.hasOwn(v, '__proto__');
+const nullishOr = (v: unknown, check: (v: JsonObject) => boolean): boolean =>
+  v === undefined || v === null || (isPlain(v) && check(v));
+const nullishString = (v: unknown): boolean => v === undefined || v === null || typeof v === 'string';
+
+function isStringMap(v: JsonObject): boolean {
+  for (const key in v) if (typeof v[key] !== 'string') return false;
+  return true;
+}
+
+const isOwnerReference = (r: unknown): boolean =>
+  isPlain(r) &&
+  typeof r.apiVersion === 'string' &&
+  typeof r.kind === 'string' &&
+  typeof r.name === 'string' &&
+  typeof r.uid === 'string' &&
+  (r.controller === undefined || r.controller === null || typeof r.controller === 'boolean');
+
+const isGates = (v: unknown): boolean =>
+  v === undefined ||
+  v === null ||
+  (Array.isArray(v) && v.every((g) => isPlain(g) && typeof g.name === 'string'));
+
+const isMetadata = (m: JsonObject): boolean =>
+  nullishString(m.name) &&
+  nullishString(m.generateName) &&
+  nullishString(m.namespace) &&
+  nullishString(m.uid) &&
+  nullishString(m.resourceVersion) &&
+  nullishString(m.deletionTimestamp) &&
+  nullishOr(m.labels, isStringMap) &&
+  nullishOr(m.annotations, isStringMap) &&
+  (m.ownerReferences === undefined ||
+    m.ownerReferences === null ||
+    (Array.isArray(m.ownerReferences) && m.ownerReferences.every(isOwnerReference)));
+
+const isTemplate = (t: JsonObject): boolean =>
+  nullishOr(t.metadata, isMetadata) &&
+  nullishOr(t.spec, (s) => nullishString(s.nodeName) && isGates(s.schedulingGates));
+
+const isSpec = (s: JsonObject): boolean =>
+  nullishString(s.nodeName) &&
+  isGates(s.schedulingGates) &&
+  (s.replicas === undefined || s.replicas === null || Number.isFinite(s.replicas)) &&
+  nullishOr(s.template, isTemplate) &&
+  (s.suspend === undefined || s.suspend === null || typeof s.suspend === 'boolean') &&
+  nullishOr(
+    s.jobTemplate,
+    (j) => nullishOr(j.metadata, isMetadata) && nullishOr(j.spec, (js) => nullishOr(js.template, isTemplate)),
+  );
+
+/**
+ * Whether workloadSchema accepts `raw` and its output equals `raw` (as isAdmissionReview does for the
+ * review; workload-fast-path.test.ts checks both on generated workloads). parseWorkload then hands on
+ * `raw` itself instead of zod's copy of every object it checks (~5 % of a no-read review's instructions),
+ * so a parsed workload must never be mutated: nothing does (stamp.ts patches a structuredClone).
+ */
+export const isWorkload = (raw: unknown): raw is Workload =>
+  isPlain(raw) &&
+  nullishString(raw.apiVersion) &&
+  nullishString(raw.kind) &&
+  nullishOr(raw.metadata, isMetadata) &&
+  nullishOr(raw.spec, isSpec);
+
 export function parseWorkload(raw: unknown): ParseResult {
+  if (isWorkload(raw)) return { ok: true, value: raw };
   const parsed = workloadSchema.safeParse(raw);
   if (parsed.success) return { ok: true, value: parsed.data };
   const issue = parsed.error.issues[0];
