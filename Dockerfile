@@ -31,8 +31,9 @@ FROM node:24.21.0-bookworm-slim
 RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
       /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-*
 ENV NODE_ENV=production
-# A young generation of at most 3 x 4 MiB instead of V8's 3 x 16 MiB: at 1,000 leases the operator's RSS
-# is ~140 MiB lower for the same CPU (docs/performance.md, leases). A Deployment may override it.
+# A young generation of at most 3 x 4 MiB instead of V8's 3 x 16 MiB: much less RSS, the same CPU for a
+# review decided without a read (docs/performance.md). The install's Deployment repeats this and adds an
+# old-generation limit from the container's memory limit.
 ENV NODE_OPTIONS="--max-semi-space-size=4"
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules

@@ -30,6 +30,7 @@ import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../../src/berth/
 import { testPki } from '../fixtures/webhooks/certs.ts';
 import { post } from '../fixtures/webhooks/client.ts';
 import { berthLease, reviewBody, workload } from '../fixtures/webhooks/objects.ts';
+import { imageEnv } from '../helpers/image.ts';
 import { sandboxProcess } from './central.ts';
 import { installPepr, PEPR_API_PATH, PEPR_GATE, PEPR_LABEL, PEPR_VERSION } from './pepr-peer.ts';
 
@@ -43,6 +44,11 @@ export interface AdmissionBenchOptions {
   rounds: number;
   /** Measure the Pepr peer (installing it when missing). */
   pepr: boolean;
+  /**
+   * NODE_OPTIONS of our server: the image's (Dockerfile ENV) by default, so it runs as shipped; the floor
+   * and the peer keep Node's defaults.
+   */
+  berthNodeOptions?: string;
 }
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
@@ -429,7 +435,9 @@ export async function benchAdmission(
 
     const floor = await startServer('floor', env, pinned);
     cleanup.unshift(() => floor.stop());
-    const berth = await startServer('berth', env, pinned);
+    const berthNodeOptions = opts.berthNodeOptions ?? imageEnv().NODE_OPTIONS ?? '';
+    out.berth_node_options = berthNodeOptions;
+    const berth = await startServer('berth', { ...env, NODE_OPTIONS: berthNodeOptions }, pinned);
     cleanup.unshift(() => berth.stop());
     for (const name of SCENARIOS) {
       const check = await post({ port: berth.port, path: pathOf(name), body: texts[name]!, ca: pki.caCert });

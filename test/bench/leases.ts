@@ -16,7 +16,7 @@ import { KubeTransport } from '../../src/kube/client.ts';
 import { Informer } from '../../src/kube/informer.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { berthLease } from '../fixtures/webhooks/objects.ts';
-import { imageEnv } from '../helpers/image.ts';
+import { shippedEnv } from '../helpers/image.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
 import { NS, OPERATOR_USER, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
 
@@ -31,9 +31,9 @@ export interface LeasesBenchOptions {
   /** Further `run` flags for the operator (experiments: concurrency, rate limits). */
   operatorArgs?: string[];
   /**
-   * The operator as the image ships it (the default): the compiled JavaScript of scripts/build.ts, with the
-   * image's environment (its ENV lines: NODE_OPTIONS and the like). `false` runs the TypeScript sources
-   * with Node's defaults, as `npm start` does.
+   * The operator as installed (the default): the compiled JavaScript of scripts/build.ts, with the image's
+   * environment and the install's NODE_OPTIONS (test/helpers/image.ts). `false` runs the TypeScript
+   * sources with Node's defaults, as `npm start` does.
    */
   asShipped?: boolean;
   /** The operator's environment instead of the image's (experiments). */
@@ -256,7 +256,7 @@ export async function benchLeases(opts: LeasesBenchOptions, log: (msg: string) =
     log('leases: building the operator as the image ships it (npm run build)');
     entry.main = build(join(process.cwd(), 'build/bench'));
   }
-  entry.env = opts.env ?? (opts.asShipped !== false ? imageEnv() : {});
+  entry.env = opts.env ?? (opts.asShipped !== false ? shippedEnv() : {});
   out.operator_entry = entry.main === undefined ? 'src/main.ts (type stripping)' : 'compiled (npm run build)';
   out.operator_env = Object.entries(entry.env)
     .map(([k, v]) => `${k}=${v}`)

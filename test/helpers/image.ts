@@ -1,7 +1,8 @@
-// What the container image (Dockerfile) sets for the Node.js process, so that tests and benchmarks can run
-// the operator the way the image does.
+// What the container image (Dockerfile) and the install's Deployment set for the Node.js process, so that
+// tests and benchmarks can run the operator the way it runs in a cluster.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { containerEnvironment, parseManifests } from '../integration/deploy/install.ts';
 
 /** The final stage's `ENV KEY=value` settings (one per line, value optionally double-quoted). */
 export function imageEnv(dockerfile = join(process.cwd(), 'Dockerfile')): Record<string, string> {
@@ -11,5 +12,17 @@ export function imageEnv(dockerfile = join(process.cwd(), 'Dockerfile')): Record
     const m = /^ENV\s+([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|(\S*))\s*$/.exec(line);
     if (m?.[1] !== undefined) env[m[1]] = m[2] ?? m[3] ?? '';
   }
+  return env;
+}
+
+/**
+ * The Node.js environment of the operator as installed: the image's ENV, with the NODE_OPTIONS the install's
+ * Deployment sets (resolved as the kubelet does, from the container's memory limit). Only that: the
+ * Deployment's BERTH_* settings are flags, which each test or benchmark chooses itself.
+ */
+export function shippedEnv(install = join(process.cwd(), 'deploy/install.yaml')): Record<string, string> {
+  const deployed = containerEnvironment(parseManifests(readFileSync(install, 'utf8')));
+  const env = imageEnv();
+  if (deployed.NODE_OPTIONS !== undefined) env.NODE_OPTIONS = deployed.NODE_OPTIONS;
   return env;
 }

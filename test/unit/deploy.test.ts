@@ -34,6 +34,7 @@ import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../webhooks/configurations.ts';
+import { imageEnv } from '../helpers/image.ts';
 import {
   containerEnvironment,
   find,
@@ -41,6 +42,7 @@ import {
   operatorContainer,
   operatorRules,
   parseManifests,
+  quantityBytes,
 } from '../integration/deploy/install.ts';
 
 const read = async (path: string): Promise<string> => readFile(new URL(path, `file://${DEPLOY_DIR}`), 'utf8');
@@ -154,6 +156,18 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
     expect((spec.template.spec?.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(
       preStop * 1000 + config.gracefulShutdownTimeout,
     );
+  });
+
+  it("sizes V8's heap to half the memory limit, on top of the image's NODE_OPTIONS", async () => {
+    for (const [file] of INSTALLS) {
+      const objects = await install(file);
+      const limit = quantityBytes(String(operatorContainer(objects).resources?.limits?.memory));
+      const nodeOptions = containerEnvironment(objects).NODE_OPTIONS ?? '';
+      // Overriding NODE_OPTIONS replaces the image's: the Deployment must repeat it.
+      expect(nodeOptions.startsWith(`${imageEnv().NODE_OPTIONS} `), nodeOptions).toBe(true);
+      const heapMib = Number(/--max-old-space-size=(\d+)$/.exec(nodeOptions)?.[1]);
+      expect(heapMib * 2 ** 20).toBe(limit / 2);
+    }
   });
 
   it('runs the restricted way: non-root 65532, read-only root, no capabilities, RuntimeDefault seccomp', async () => {

@@ -1,7 +1,8 @@
 // The operator as the image ships it (Dockerfile): `scripts/build.ts` compiles src/, webhooks/ and certs/ to
 // JavaScript. The compiled tree must be complete on its own (every relative import and every file it reads
-// inside it) and must run: with the image's environment (its ENV lines), the built operator serves
-// admission and holds a lease, as the TypeScript sources do in every other test.
+// inside it) and must run: with the image's environment and the install's NODE_OPTIONS (a V8 heap sized
+// from the container's memory limit), the built operator serves admission and holds a lease, as the
+// TypeScript sources do in every other test.
 import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -11,7 +12,7 @@ import { type CentralServer, startCentralServer } from '../../../src/central/ser
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { imageEnv } from '../../helpers/image.ts';
+import { shippedEnv } from '../../helpers/image.ts';
 import { stopOperatorProcesses } from '../../helpers/operator-process.ts';
 import { OperatorCluster } from '../reliability/operator-cluster.ts';
 
@@ -60,9 +61,9 @@ describe('the built operator (npm run build)', () => {
     expect([...seen].some((f) => f.endsWith('berthlease.yaml'))).toBe(true);
   });
 
-  it("runs with the image's environment: serves admission and holds a lease", async () => {
-    const env = imageEnv();
-    expect(env.NODE_OPTIONS).toBeDefined();
+  it('runs with the environment it is installed with: serves admission and holds a lease', async () => {
+    const env = shippedEnv();
+    expect(env.NODE_OPTIONS).toMatch(/--max-old-space-size=\d+/);
     const op = cluster.startOperator({
       name: 'built',
       main,

@@ -1,7 +1,13 @@
 // The rendered installs as objects: reading them, applying them to a sandbox with kubectl, and the RBAC they
 // grant to the operator's service account (every rule with the scope it applies in).
 import { readFile } from 'node:fs/promises';
-import type { V1ConfigMap, V1Container, V1Deployment, V1PolicyRule } from '@kubernetes/client-node';
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1Deployment,
+  V1PolicyRule,
+  V1ResourceFieldSelector,
+} from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { kubectl } from '../../../scripts/deploy.ts';
 import { OPERATOR_NAMESPACE, SERVICE_ACCOUNT } from '../../../scripts/deploy-rbac.ts';
@@ -52,6 +58,32 @@ export function operatorContainer(objects: ManifestObject[]): V1Container {
  * expanded from the variables defined before it, the downward API for the Pod's namespace and service
  * account, optional Secret keys absent.
  */
+const QUANTITY_FACTORS: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+};
+
+/** A memory quantity (`256Mi`, `1G`, `1048576`) in bytes; the suffixes the manifests use. */
+export function quantityBytes(quantity: string): number {
+  const m = /^(\d+(?:\.\d+)?)(k|M|G|Ki|Mi|Gi)?$/.exec(quantity);
+  if (m === null) throw new Error(`unsupported quantity ${quantity}`);
+  return Number(m[1]) * QUANTITY_FACTORS[m[2] ?? '']!;
+}
+
+/** A resourceFieldRef's value as the kubelet gives it: the container's resource divided by the divisor, rounded up. */
+function resourceField(container: V1Container, ref: V1ResourceFieldSelector): string {
+  const [kind, resource] = ref.resource.split('.') as ['limits' | 'requests', string];
+  const value = container.resources?.[kind]?.[resource];
+  if (value === undefined || !resource.includes('memory'))
+    throw new Error(`resourceFieldRef ${ref.resource}: only a set memory request or limit is supported`);
+  return String(Math.ceil(quantityBytes(String(value)) / quantityBytes(String(ref.divisor ?? '1'))));
+}
+
 export function containerEnvironment(objects: ManifestObject[]): Record<string, string> {
   const container = operatorContainer(objects);
   const deployment = find<V1Deployment>(objects, 'Deployment', 'berth-operator');
@@ -72,6 +104,8 @@ export function containerEnvironment(objects: ManifestObject[]): Record<string, 
     else if (e.valueFrom?.fieldRef?.fieldPath === 'spec.serviceAccountName')
       env[e.name] = deployment.spec?.template.spec?.serviceAccountName ?? 'default';
     else if (e.valueFrom?.secretKeyRef?.optional === true) continue;
+    else if (e.valueFrom?.resourceFieldRef !== undefined)
+      env[e.name] = resourceField(container, e.valueFrom.resourceFieldRef);
     else throw new Error(`env ${e.name}: unsupported source ${JSON.stringify(e.valueFrom)}`);
   }
   return env;
