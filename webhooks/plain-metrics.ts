@@ -49,7 +49,8 @@ abstract class Series {
   }
 }
 
-export class CounterSeries extends Series {
+/** A series with one number: a counter's, or a gauge's. */
+abstract class ValueSeries extends Series {
   value = 0;
 
   inc(): void {
@@ -63,22 +64,12 @@ export class CounterSeries extends Series {
   }
 }
 
-export class GaugeSeries extends Series {
-  value = 0;
+export class CounterSeries extends ValueSeries {}
 
-  inc(): void {
-    if (!this.touched) this.touch();
-    this.value++;
-  }
-
+export class GaugeSeries extends ValueSeries {
   dec(): void {
     if (!this.touched) this.touch();
     this.value--;
-  }
-
-  override clear(): void {
-    super.clear();
-    this.value = 0;
   }
 }
 
@@ -173,27 +164,26 @@ abstract class PlainMetric<L extends string, S extends Series> {
   }
 }
 
-export class PlainCounter<L extends string> extends PlainMetric<L, CounterSeries> {
-  readonly type = 'counter';
-
-  protected create(labels: Record<string, string>, exported: Series[]): CounterSeries {
-    return new CounterSeries(labels, exported);
-  }
-
+/** A metric whose series each export one value: counters and gauges. */
+abstract class PlainValueMetric<L extends string, S extends ValueSeries> extends PlainMetric<L, S> {
   values(): PlainValue[] {
     return this.exported.map((s) => ({ value: s.value, labels: { ...s.labels } }));
   }
 }
 
-export class PlainGauge<L extends string> extends PlainMetric<L, GaugeSeries> {
+export class PlainCounter<L extends string> extends PlainValueMetric<L, CounterSeries> {
+  readonly type = 'counter';
+
+  protected create(labels: Record<string, string>, exported: Series[]): CounterSeries {
+    return new CounterSeries(labels, exported);
+  }
+}
+
+export class PlainGauge<L extends string> extends PlainValueMetric<L, GaugeSeries> {
   readonly type = 'gauge';
 
   protected create(labels: Record<string, string>, exported: Series[]): GaugeSeries {
     return new GaugeSeries(labels, exported);
-  }
-
-  values(): PlainValue[] {
-    return this.exported.map((s) => ({ value: s.value, labels: { ...s.labels } }));
   }
 }
 

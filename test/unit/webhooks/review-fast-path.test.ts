@@ -11,6 +11,7 @@ import {
   prototypeKey,
 } from '../../../webhooks/review.ts';
 import { reviewBody, workload } from '../../fixtures/webhooks/objects.ts';
+import { mutate, mutationOf } from '../../helpers/mutations.ts';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 3000);
 
@@ -89,31 +90,7 @@ const value = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
 );
 
-type Mutation = { path: string[]; op: 'set' | 'delete'; value: unknown };
-const mutation = fc.record({
-  path: fc.constantFrom(...PATHS),
-  op: fc.constantFrom('set' as const, 'delete' as const),
-  value,
-});
-
-function mutate(base: Record<string, unknown>, mutations: Mutation[]): unknown {
-  const doc = structuredClone(base);
-  for (const m of mutations) {
-    let at: unknown = doc;
-    for (const key of m.path.slice(0, -1)) {
-      if (typeof at !== 'object' || at === null) break;
-      const holder = at as Record<string, unknown>;
-      if (holder[key] === undefined) holder[key] = /^\d+$/.test(key) ? [] : {};
-      at = holder[key];
-    }
-    if (typeof at !== 'object' || at === null) continue;
-    const last = m.path[m.path.length - 1]!;
-    if (m.op === 'delete') delete (at as Record<string, unknown>)[last];
-    else (at as Record<string, unknown>)[last] = structuredClone(m.value);
-  }
-  // What the server sees: the output of JSON.parse.
-  return JSON.parse(JSON.stringify(doc));
-}
+const mutation = mutationOf(PATHS, value);
 
 describe('isAdmissionReview', () => {
   it('accepts exactly what admissionReviewSchema accepts', () => {

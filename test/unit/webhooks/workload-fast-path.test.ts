@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isWorkload, parseWorkload, workloadSchema } from '../../../webhooks/workload.ts';
 import { type Kind, workload } from '../../fixtures/webhooks/objects.ts';
+import { mutate, mutationOf } from '../../helpers/mutations.ts';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 3000);
 
@@ -102,46 +103,7 @@ const value = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
 );
 
-type Mutation = { path: string[]; op: 'set' | 'delete'; value: unknown };
-const mutation = fc.record({
-  path: fc.constantFrom(...PATHS),
-  op: fc.constantFrom('set' as const, 'delete' as const),
-  value,
-});
-
-/** A base with the mutations applied, as JSON.parse would hand it over (own `__proto__` keys kept). */
-function mutate(base: Record<string, unknown>, mutations: Mutation[]): unknown {
-  let text = JSON.stringify(base);
-  for (const m of mutations) {
-    const doc = JSON.parse(text) as Record<string, unknown>;
-    let at: unknown = doc;
-    for (const key of m.path.slice(0, -1)) {
-      if (typeof at !== 'object' || at === null) break;
-      const holder = at as Record<string, unknown>;
-      if (!Object.hasOwn(holder, key) || holder[key] === undefined) {
-        Object.defineProperty(holder, key, {
-          value: /^\d+$/.test(key) ? [] : {},
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
-      at = holder[key];
-    }
-    if (typeof at !== 'object' || at === null) continue;
-    const last = m.path[m.path.length - 1]!;
-    if (m.op === 'delete') delete (at as Record<string, unknown>)[last];
-    else
-      Object.defineProperty(at, last, {
-        value: m.value,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    text = JSON.stringify(doc);
-  }
-  return JSON.parse(text);
-}
+const mutation = mutationOf(PATHS, value);
 
 /** Whether the value holds an own `__proto__` key anywhere (zod's copy drops those). */
 function holdsProtoKey(v: unknown): boolean {
