@@ -13,7 +13,7 @@ import { AppsV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
-import { deploymentLease, FAST_SIMULATOR, GATE } from '../integration/managed/harness.ts';
+import { appDeployment, deploymentLease, FAST_SIMULATOR, GATE } from '../integration/managed/harness.ts';
 import { NS, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
 
 type Figures = Record<string, number | string | boolean>;
@@ -171,20 +171,9 @@ async function managedFailover(o: FailoverBenchOptions, log: (msg: string) => vo
           heartbeatIntervalSeconds: o.heartbeatSeconds,
         }),
       );
-      await cluster.t.kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
-        namespace: NS,
-        body: {
-          metadata: { name: APP },
-          spec: {
-            replicas: 0,
-            selector: { matchLabels: { app: APP } },
-            template: {
-              metadata: { labels: { app: APP } },
-              spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
-            },
-          },
-        },
-      });
+      await cluster.t.kc
+        .makeApiClient(AppsV1Api)
+        .createNamespacedDeployment({ namespace: NS, body: appDeployment(APP, 0) });
     }
     const running = async (cluster: OperatorCluster): Promise<number> => {
       const pods = await cluster.t.kc

@@ -129,20 +129,4 @@ export async function pods(c: E2eCluster, namespace: string, labelSelector: stri
   return (await c.core.listNamespacedPod({ namespace, labelSelector })).items;
 }
 
-/** The message of a rejected API call (the Status message of the body). */
-export async function rejection(call: Promise<unknown>): Promise<string> {
-  try {
-    await call;
-  } catch (err) {
-    const body = (err as { body?: unknown }).body;
-    if (typeof body === 'string') {
-      try {
-        return (JSON.parse(body) as { message?: string }).message ?? body;
-      } catch {
-        return body;
-      }
-    }
-    return err instanceof Error ? err.message : String(err);
-  }
-  throw new Error('the call was not rejected');
-}
+export { rejection } from '../helpers/rejection.ts';

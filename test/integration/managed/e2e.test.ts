@@ -29,6 +29,7 @@ import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helper
 import { Timeline } from '../../helpers/timeline.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 import {
+  appDeployment,
   deploymentLease,
   FAST_SIMULATOR,
   GATE,
@@ -243,20 +244,7 @@ describe('a managed Deployment guarded by one BerthLease in two clusters', () =>
     const t0 = performance.now();
     for (const c of clusters.values()) {
       await c.createLease(LEASE);
-      await c.apps.createNamespacedDeployment({
-        namespace: NS,
-        body: {
-          metadata: { name: APP },
-          spec: {
-            replicas: 0,
-            selector: { matchLabels: { app: APP } },
-            template: {
-              metadata: { labels: { app: APP } },
-              spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
-            },
-          },
-        },
-      });
+      await c.apps.createNamespacedDeployment({ namespace: NS, body: appDeployment(APP, 0) });
     }
 
     // 1. Exactly one cluster runs the replicas; the other shows it as the holder and runs none.

@@ -8,6 +8,7 @@ import {
   type EventsV1Event,
   type KubeConfig,
   RbacAuthorizationV1Api,
+  type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
@@ -76,18 +77,6 @@ export const deploymentLease = (
   ...over,
 });
 
-const errorBody = (err: unknown): string => {
-  const body = (err as { body?: unknown }).body;
-  if (typeof body === 'string') {
-    try {
-      return (JSON.parse(body) as { message?: string }).message ?? body;
-    } catch {
-      return body;
-    }
-  }
-  return err instanceof Error ? err.message : String(err);
-};
-
 /** `eventually` for a probe that yields a value once ready (undefined or false until then). */
 export async function until<T>(
   probe: () => Promise<T | undefined | false> | T | undefined | false,
@@ -98,15 +87,20 @@ export async function until<T>(
   return value;
 }
 
-/** The message of a rejected API call. */
-export async function rejection(call: Promise<unknown>): Promise<string> {
-  try {
-    await call;
-  } catch (err) {
-    return errorBody(err);
-  }
-  throw new Error('the call was not rejected');
-}
+export { rejection } from '../../helpers/rejection.ts';
+
+/** A Deployment of `replicas` whose Pods carry `app=<name>`. */
+export const appDeployment = (name: string, replicas: number): V1Deployment => ({
+  metadata: { name },
+  spec: {
+    replicas,
+    selector: { matchLabels: { app: name } },
+    template: {
+      metadata: { labels: { app: name } },
+      spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+    },
+  },
+});
 
 export const isGated = (pod: V1Pod): boolean =>
   (pod.spec?.schedulingGates ?? []).some((g) => g.name === GATE);
@@ -239,21 +233,7 @@ export class ManagedCluster {
 
   /** A Deployment (replicas as given) whose Pods carry `app=<name>`. */
   async createDeployment(name: string, replicas: number, namespace = NS): Promise<void> {
-    const labels = { app: name };
-    await this.apps.createNamespacedDeployment({
-      namespace,
-      body: {
-        metadata: { name },
-        spec: {
-          replicas,
-          selector: { matchLabels: labels },
-          template: {
-            metadata: { labels },
-            spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
-          },
-        },
-      },
-    });
+    await this.apps.createNamespacedDeployment({ namespace, body: appDeployment(name, replicas) });
   }
 
   async replicas(name: string): Promise<number | undefined> {

@@ -11,11 +11,11 @@ import { ManualClock } from '../../../src/kube/clock.ts';
 import type { FaultRule } from '../../../src/sandbox/faults.ts';
 import { RECORD_TARGET_ATTEMPTS } from '../../../webhooks/record-target.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { appDeployment } from '../managed/harness.ts';
 import {
   ADMISSION_NS,
   type AdmissionWorld,
   collectUncaught,
-  deployment,
   MUTATE_DENIED,
   OPERATOR_USER,
   rejection,
@@ -53,7 +53,7 @@ const readLease = (name: string) =>
     status?: { workload?: { targetUID?: string } };
   }>;
 const createDeployment = (name: string): Promise<V1Deployment> =>
-  w.apps.createNamespacedDeployment({ namespace: ADMISSION_NS, body: deployment(name, 0) });
+  w.apps.createNamespacedDeployment({ namespace: ADMISSION_NS, body: appDeployment(name, 0) });
 const replicas = async (name: string): Promise<number> =>
   (await w.apps.readNamespacedDeployment({ namespace: ADMISSION_NS, name })).spec?.replicas ?? 0;
 const scaleUp = async (name: string): Promise<V1Deployment> =>

@@ -1,13 +1,7 @@
 // Shared by the api-faults-*.test.ts files (issue #10, Kubernetes API faults): a collector of errors that
 // escaped every handler, the admission world (the operator's WorkloadAdmission behind the fail-closed
 // configurations, its deadline on an injected clock) and time-driving helpers for injected clocks.
-import {
-  AdmissionregistrationV1Api,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type V1Deployment,
-} from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
@@ -67,18 +61,7 @@ export async function advanceUntil<T>(
   }, opts);
 }
 
-/** The message of a rejected API call (the Status message, as kubectl prints it). */
-export async function rejection(call: Promise<unknown>): Promise<string> {
-  try {
-    await call;
-  } catch (err) {
-    const body = (err as { body?: unknown }).body;
-    if (typeof body === 'string' && body.startsWith('{'))
-      return (JSON.parse(body) as { message: string }).message;
-    return err instanceof Error ? err.message : String(err);
-  }
-  throw new Error('the call was not rejected');
-}
+export { rejection } from '../../helpers/rejection.ts';
 
 // ---- the admission world ----
 
@@ -157,16 +140,3 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     throw err;
   }
 }
-
-/** A Deployment of `replicas` whose Pods carry `app=<name>`. */
-export const deployment = (name: string, replicas: number): V1Deployment => ({
-  metadata: { name },
-  spec: {
-    replicas,
-    selector: { matchLabels: { app: name } },
-    template: {
-      metadata: { labels: { app: name } },
-      spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
-    },
-  },
-});
