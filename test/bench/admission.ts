@@ -30,6 +30,7 @@ import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../../src/berth/
 import { testPki } from '../fixtures/webhooks/certs.ts';
 import { post } from '../fixtures/webhooks/client.ts';
 import { berthLease, reviewBody, workload } from '../fixtures/webhooks/objects.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { imageEnv } from '../helpers/image.ts';
 import { sandboxProcess } from './central.ts';
 import { installPepr, PEPR_API_PATH, PEPR_GATE, PEPR_LABEL, PEPR_VERSION } from './pepr-peer.ts';
@@ -296,21 +297,17 @@ async function seed(kc: KubeConfig): Promise<{ managedRs: OwnerIds; plainRs: Own
   const lease = berthLease('web', { namespace: MANAGED_NS, target: { kind: 'Deployment', name: 'web' } });
   delete (lease.metadata as Record<string, unknown>).uid;
   // The CRD may take a moment to be served.
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await custom.createNamespacedCustomObject({
+  await eventually(
+    () =>
+      custom.createNamespacedCustomObject({
         group: 'berth.skaphos.io',
         version: 'v1alpha1',
         namespace: MANAGED_NS,
         plural: 'berthleases',
         body: lease,
-      });
-      break;
-    } catch (err) {
-      if (attempt > 50) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+      }),
+    { timeoutMs: 10_000, intervalMs: 100 },
+  );
   return { managedRs, plainRs };
 }
 

@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { mergePatch } from '../helpers/api.ts';
+import { eventually } from '../helpers/eventually.ts';
 import type { Breach } from '../helpers/invariants.ts';
 import { GATE, NS } from '../integration/managed/harness.ts';
 import { type ActionCounts, Churn, type ChurnLimits, LEASE_TIMES } from './churn.ts';
@@ -120,11 +121,10 @@ async function startProbe(world: World): Promise<void> {
     semantics: 'at-most-once',
     ...LEASE_TIMES,
   });
-  const deadline = Date.now() + 20_000;
-  while ((world.monitor.token(site.name, `${NS}/${PROBE}`) ?? 0) <= 0) {
-    if (Date.now() > deadline) throw new Error(`the breach probe ${PROBE} was not held within 20 s`);
-    await sleep(100);
-  }
+  await eventually(() => (world.monitor.token(site.name, `${NS}/${PROBE}`) ?? 0) > 0, {
+    timeoutMs: 20_000,
+    intervalMs: 100,
+  });
 }
 
 /**
@@ -144,8 +144,7 @@ async function injectTokenDecrease(world: World, log: (line: string) => void): P
   await write(token + 1);
   // The raised token must be seen before it is lowered: a watch dropped by a fault in between would
   // otherwise relist straight to the restored value and the breach would go unseen.
-  const seenBy = Date.now() + 10_000;
-  while ((world.monitor.token(site.name, key) ?? 0) < token + 1 && Date.now() < seenBy) await sleep(50);
+  await eventually(() => (world.monitor.token(site.name, key) ?? 0) >= token + 1, { timeoutMs: 10_000 });
   await write(token);
   log(`injected: ${site.name} BerthLease ${PROBE} fencingToken ${token + 1} -> ${token}`);
 }
