@@ -5,13 +5,26 @@
 // 18 MiB of RSS, and the stripping at each start); development and the tests run the sources directly.
 import { spawnSync } from 'node:child_process';
 import { cpSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
+/** An `--out-dir` that cannot be used (a usage error: exit code 2). */
+export class OutDirError extends Error {}
+
+/** Throws OutDirError when `outDir` holds the checkout: emptying it would delete the sources. */
+export function checkOutDir(outDir: string): void {
+  const back = relative(outDir, ROOT);
+  if (!back.startsWith('..') && !isAbsolute(back))
+    throw new OutDirError(
+      `--out-dir ${outDir}: would delete the checkout it holds; choose a directory of its own`,
+    );
+}
+
 /** Builds into `outDir` (emptied first); returns the path of its `src/main.js`. */
 export function build(outDir: string): string {
+  checkOutDir(outDir);
   rmSync(outDir, { recursive: true, force: true });
   const tsc = spawnSync(
     process.execPath,
@@ -33,7 +46,14 @@ export function build(outDir: string): string {
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { 'out-dir': { type: 'string', default: join(ROOT, 'build') } } });
-  const main = build(resolve(values['out-dir']));
-  process.stdout.write(`built ${main}\n`);
+  try {
+    const { values } = parseArgs({
+      options: { 'out-dir': { type: 'string', default: join(ROOT, 'build') } },
+    });
+    process.stdout.write(`built ${build(resolve(values['out-dir']))}\n`);
+  } catch (err) {
+    process.stderr.write(`build: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode =
+      err instanceof OutDirError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
+  }
 }

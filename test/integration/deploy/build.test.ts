@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from '../../../scripts/build.ts';
+import { build, checkOutDir, OutDirError } from '../../../scripts/build.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
@@ -38,6 +38,13 @@ afterAll(async () => {
 });
 
 describe('the built operator (npm run build)', () => {
+  it('refuses an output directory that holds the checkout (it would be emptied)', () => {
+    // The check alone: a broken guard must not get the chance to empty the checkout here.
+    for (const dir of [process.cwd(), dirname(process.cwd())])
+      expect(() => checkOutDir(dir)).toThrow(OutDirError);
+    expect(() => checkOutDir(OUT)).not.toThrow();
+  });
+
   it('is a complete tree: every relative import and every file read resolves inside it', () => {
     const seen = new Set<string>();
     const visit = (file: string): void => {
