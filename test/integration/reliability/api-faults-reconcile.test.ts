@@ -5,6 +5,7 @@
 // controller has hit it several times (a reconciler that gave up after an error fails here), and once it
 // is gone the status, the Deployment and its Pods converge to what they are without faults. Nothing may
 // crash or leave an unhandled rejection behind.
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BerthLease, LOCAL_TIMEOUT_MS } from '../../../src/berth/api.ts';
 import type { LeaseClient } from '../../../src/berth/leaseclient.ts';
@@ -47,6 +48,13 @@ const CLUSTER_ID = 'cluster-east';
 /** Failed attempts each fault must see before it is lifted. */
 const HITS = 3;
 const CONVERGE = { timeoutMs: 15_000, intervalMs: 25 };
+
+/** The workload's two Pods, once both run ungated. */
+const twoRunning = (name: string): Promise<V1Pod[]> =>
+  until(async () => {
+    const list = await cluster.pods(`app=${name}`);
+    return list.length === 2 && list.every((p) => !isGated(p) && isRunning(p)) ? list : undefined;
+  }, CONVERGE);
 
 function operator(o: { clock?: ManualClock } = {}): {
   op: ManagedOperator;
@@ -206,10 +214,7 @@ describe('with the controller running (real clock)', () => {
       await eventually(() => fault.hits() >= HITS, CONVERGE);
       fault.remove();
 
-      const pods = await until(async () => {
-        const list = await cluster.pods(`app=${name}`);
-        return list.length === 2 && list.every((p) => !isGated(p) && isRunning(p)) ? list : undefined;
-      }, CONVERGE);
+      const pods = await twoRunning(name);
       expect(await cluster.replicas(name)).toBe(2);
       const lease = await until(async () => {
         const l = await held(name);
@@ -260,10 +265,7 @@ describe('with the controller running (real clock)', () => {
     );
     await eventually(() => fault.hits() >= HITS, CONVERGE);
     fault.remove();
-    const pods = await until(async () => {
-      const list = await cluster.pods(`app=${name}`);
-      return list.length === 2 && list.every((p) => !isGated(p) && isRunning(p)) ? list : undefined;
-    }, CONVERGE);
+    const pods = await twoRunning(name);
     const lease = await until(async () => {
       const l = await held(name);
       return l?.status?.workload?.pods?.length === 2 ? l : undefined;
