@@ -37,6 +37,8 @@ export interface SandboxOptions {
   rbac?: boolean;
   /** Clock for timestamps. */
   now?: () => number;
+  /** The random suffix of a `generateName` (tests force collisions with it). Default: 5 random characters. */
+  nameSuffix?: () => string;
   /**
    * Run the workload simulator: Deployment/ReplicaSet/StatefulSet/Job/CronJob controllers, a scheduler
    * and kubelets (see src/sandbox/simulator/index.ts). Default false.
@@ -126,6 +128,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     store,
     registry,
     now,
+    ...(options.nameSuffix ? { nameSuffix: options.nameSuffix } : {}),
     hooks: {
       schemaFor: (type) => crds.schemaFor(type),
       afterWrite(type, object, deleted) {

@@ -73,6 +73,12 @@ export const PATCH_CONTENT_TYPES: Record<string, PatchType> = {
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
 
+/**
+ * How often a generated name is drawn before a create fails with AlreadyExists: kube-apiserver draws again
+ * when the name is taken (RetryGenerateName, on by default since 1.31), 8 draws in all.
+ */
+const GENERATE_NAME_DRAWS = 8;
+
 function generateSuffix(): string {
   const bytes = randomBytes(5);
   let out = '';
@@ -168,6 +174,7 @@ export class ObjectService {
   private readonly registry: Registry;
   private readonly now: () => number;
   private readonly hooks: ObjectHooks;
+  private readonly nameSuffix: () => string;
   admission: Admission | undefined;
 
   constructor(opts: {
@@ -176,7 +183,9 @@ export class ObjectService {
     now: () => number;
     hooks: ObjectHooks;
     admission?: Admission;
+    nameSuffix?: () => string;
   }) {
+    this.nameSuffix = opts.nameSuffix ?? generateSuffix;
     this.store = opts.store;
     this.registry = opts.registry;
     this.now = opts.now;
@@ -774,7 +783,13 @@ export class ObjectService {
 
   private prepareCreate(type: ResourceType, obj: KubeObject): void {
     const meta = obj.metadata;
-    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${generateSuffix()}`;
+    if (!meta.name && meta.generateName) {
+      const key = typeKey(type.group, type.resource);
+      for (let draw = 0; draw < GENERATE_NAME_DRAWS; draw++) {
+        meta.name = `${meta.generateName}${this.nameSuffix()}`;
+        if (!this.store.get(key, meta.namespace, meta.name)) break;
+      }
+    }
     const now = this.now();
     meta.uid = randomUUID();
     meta.creationTimestamp = rfc3339(now);

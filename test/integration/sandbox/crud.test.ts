@@ -499,3 +499,23 @@ describe('CronJobs', () => {
     expect(res.causes[0]?.field).toBe('spec.schedule');
   });
 });
+
+describe('generateName', () => {
+  it('draws another suffix when the generated name is taken, and gives up after 8 draws as kube does', async () => {
+    // A suffix source that repeats itself: a, a, b, then only c.
+    const draws = ['aaaaa', 'aaaaa', 'bbbbb'];
+    const s = await startTestSandbox({ nameSuffix: () => draws.shift() ?? 'ccccc' });
+    try {
+      const api = s.kc.makeApiClient(CoreV1Api);
+      const create = () =>
+        api.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { generateName: 'cm-' } } });
+      expect((await create()).metadata?.name).toBe('cm-aaaaa');
+      expect((await create()).metadata?.name).toBe('cm-bbbbb');
+      expect((await create()).metadata?.name).toBe('cm-ccccc');
+      const failure = await apiFailure(create());
+      expect(failure).toMatchObject({ code: 409, reason: 'AlreadyExists' });
+    } finally {
+      await s.stop();
+    }
+  });
+});
