@@ -2,7 +2,7 @@
 // name, and a handler deciding each AdmissionReview.
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { generate } from 'selfsigned';
+import { createAuthority } from '../../hack/controlplane/pki.ts';
 
 export interface ReviewRequest {
   uid: string;
@@ -31,31 +31,16 @@ export interface TestWebhookServer {
   stop(): Promise<void>;
 }
 
+/** A webhook server for `dnsName` (its certificate's name) on `host` (default loopback; 0.0.0.0 for Services). */
 export async function startWebhookServer(
   dnsName: string,
   decide: (req: ReviewRequest, path: string) => ReviewAnswer,
+  host = '127.0.0.1',
 ): Promise<TestWebhookServer> {
-  const ca = await generate([{ name: 'commonName', value: 'test-webhook-ca' }], {
-    algorithm: 'sha256',
-    keyType: 'ec',
-    curve: 'P-256',
-    extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true },
-    ],
-  });
-  const leaf = await generate([{ name: 'commonName', value: dnsName }], {
-    algorithm: 'sha256',
-    keyType: 'ec',
-    curve: 'P-256',
-    ca: { key: ca.private, cert: ca.cert },
-    extensions: [
-      { name: 'subjectAltName', altNames: [{ type: 2, value: dnsName }] },
-      { name: 'extKeyUsage', serverAuth: true },
-    ],
-  });
+  const ca = await createAuthority('test-webhook-ca');
+  const leaf = await ca.serving([dnsName, '127.0.0.1']);
   const requests: ReviewRequest[] = [];
-  const server: Server = createServer({ key: leaf.private, cert: leaf.cert }, (req, res) => {
+  const server: Server = createServer({ key: leaf.key, cert: leaf.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -73,7 +58,7 @@ export async function startWebhookServer(
       res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return {
     port: (server.address() as AddressInfo).port,
     caBundle: Buffer.from(ca.cert).toString('base64'),

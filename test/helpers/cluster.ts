@@ -1,0 +1,457 @@
+// A real Kubernetes control plane for a test file: the run's shared one (started by test/setup/controlplane.ts,
+// suites isolate by namespace and unique names) or one of the file's own (for suites that own cluster-wide
+// things: the operator's controllers, fixed-name webhook configurations, the install). With typed admin
+// clients, real kubectl, users and service accounts, and Services routed to local servers.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig } from '@kubernetes/client-node';
+import { inject } from 'vitest';
+import {
+  type ControlPlane,
+  type ControlPlaneOptions,
+  kubeconfigYaml,
+  startControlPlane,
+} from '../../hack/controlplane/controlplane.ts';
+import { authority, type KeyPair } from '../../hack/controlplane/pki.ts';
+import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
+import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
+import { isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
+import { eventually } from './eventually.ts';
+
+/** What the global setup hands to every test file (serializable). */
+export interface ClusterHandle {
+  url: string;
+  caCert: string;
+  /** The cluster CA's certificate and key: test users are client certificates it signs. */
+  ca: KeyPair;
+  kubeconfig: string;
+  adminToken: string;
+  hostAddress: string | undefined;
+  nodeNames: string[];
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    cluster: ClusterHandle;
+  }
+}
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface TestUser {
+  username: string;
+  groups: string[];
+  /** A kubeconfig (YAML) that authenticates as this user. */
+  kubeconfig: string;
+  kc: KubeConfig;
+}
+
+export interface ServiceAccountUser extends TestUser {
+  /** The bearer token (TokenRequest API). */
+  token: string;
+}
+
+export interface LocalEndpoint {
+  /** Port of a server on this machine listening on all addresses (or on `hostAddress`). */
+  port: number;
+  /**
+   * Readiness URL (plain HTTP GET, e.g. http://127.0.0.1:8081/readyz): the endpoint is Ready only while it
+   * answers 200, as a kubelet's readiness probe would make it. Always Ready without one.
+   */
+  readinessUrl?: string;
+}
+
+export interface ServiceRoute {
+  /** Replaces the endpoints. */
+  update(endpoints: readonly LocalEndpoint[]): Promise<void>;
+  /** Deletes the EndpointSlices (the Service stays, without endpoints). */
+  remove(): Promise<void>;
+}
+
+export function kubeConfigFrom(yaml: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(yaml);
+  return kc;
+}
+
+/** How often a readiness URL is probed: about a kubelet probe period plus endpoint propagation. */
+const READINESS_POLL_MS = 150;
+const PROBE_TIMEOUT_MS = 1_000;
+const MANAGED_BY = 'berth-tests';
+
+/** Lower-case, DNS-1123 label safe, unique in this run: `<prefix>-<random>`. */
+export function uniqueName(prefix: string): string {
+  const base = prefix
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .slice(0, 50)
+    .replace(/-+$/, '');
+  return `${base}-${randomBytes(3).toString('hex')}`;
+}
+
+export class TestCluster {
+  readonly url: string;
+  readonly caCert: string;
+  readonly kubeconfig: string;
+  readonly adminToken: string;
+  /** See ControlPlane.hostAddress. */
+  readonly hostAddress: string | undefined;
+  readonly nodeNames: readonly string[];
+  readonly kc: KubeConfig;
+  readonly core: CoreV1Api;
+  /** The cluster CA (throwaway): users are client certificates it signs; ApiProxy serves with it. */
+  readonly ca: KeyPair;
+  readonly #controlPlane: ControlPlane | undefined;
+  readonly #dir: string;
+  readonly kubeconfigPath: string;
+  readonly #cleanups: Array<{ what: string; run: () => Promise<unknown> }> = [];
+  readonly #routes = new Set<() => void>();
+
+  private constructor(handle: ClusterHandle, dir: string, controlPlane?: ControlPlane) {
+    this.url = handle.url;
+    this.caCert = handle.caCert;
+    this.kubeconfig = handle.kubeconfig;
+    this.adminToken = handle.adminToken;
+    this.hostAddress = handle.hostAddress;
+    this.nodeNames = handle.nodeNames;
+    this.kc = kubeConfigFrom(handle.kubeconfig);
+    this.core = this.kc.makeApiClient(CoreV1Api);
+    this.ca = handle.ca;
+    this.#controlPlane = controlPlane;
+    this.#dir = dir;
+    this.kubeconfigPath = join(dir, 'kubeconfig');
+  }
+
+  static async #create(handle: ClusterHandle, controlPlane?: ControlPlane): Promise<TestCluster> {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
+    await writeFile(join(dir, 'kubeconfig'), handle.kubeconfig, { mode: 0o600 });
+    return new TestCluster(handle, dir, controlPlane);
+  }
+
+  /** The run's shared control plane. Name everything after uniqueName() or namespace(). */
+  static shared(): Promise<TestCluster> {
+    return TestCluster.#create(inject('cluster'));
+  }
+
+  /** A control plane of this file's own (about 5 s to start), stopped by stop(). */
+  static async own(options: ControlPlaneOptions = {}): Promise<TestCluster> {
+    const cp = await startControlPlane(options);
+    return TestCluster.#create(handleOf(cp), cp);
+  }
+
+  /** The control plane, for a file's own cluster (logs, failure()); undefined for the shared one. */
+  get controlPlane(): ControlPlane | undefined {
+    return this.#controlPlane;
+  }
+
+  kubeConfigFor(yaml: string): KubeConfig {
+    return kubeConfigFrom(yaml);
+  }
+
+  /** Registers `run` for stop(), before everything registered earlier. */
+  onCleanup(what: string, run: () => Promise<unknown>): void {
+    this.#cleanups.push({ what, run });
+  }
+
+  /**
+   * A new namespace `<prefix>-<random>` (deleted at stop() on the shared cluster), ready for Pods: the
+   * ServiceAccount admission plugin refuses them until the namespace's `default` account exists.
+   */
+  async namespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
+    const name = uniqueName(prefix);
+    await this.createNamespace(name, labels);
+    return name;
+  }
+
+  /** Creates namespace `name` (a file's own cluster may use fixed names) and waits for its default account. */
+  async createNamespace(name: string, labels: Record<string, string> = {}): Promise<void> {
+    try {
+      await this.core.createNamespace({ body: { metadata: { name, labels } } });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    if (this.#controlPlane === undefined)
+      this.onCleanup(`namespace ${name}`, () =>
+        this.core.deleteNamespace({ name }).catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        }),
+      );
+    await eventually(() => this.core.readNamespacedServiceAccount({ namespace: name, name: 'default' }), {
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
+  }
+
+  /** The BerthLease CRD (left in place if present), once its resource is served. */
+  async installBerthLeaseCrd(): Promise<void> {
+    await installBerthLeaseCrd(this.kc, { ifAbsent: true });
+    const custom = this.kc.makeApiClient(CustomObjectsApi);
+    await eventually(
+      () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      },
+    );
+  }
+
+  /** A user authenticated by a client certificate signed by the cluster CA (CN = user, O = groups). */
+  async user(username: string, groups: readonly string[] = []): Promise<TestUser> {
+    const pair = await authority(this.ca).client(username, groups);
+    const kubeconfig = kubeconfigYaml(this.url, this.caCert, username, pair);
+    return { username, groups: [...groups], kubeconfig, kc: kubeConfigFrom(kubeconfig) };
+  }
+
+  /**
+   * A token of ServiceAccount `namespace/name` from the TokenRequest API (the account is created when
+   * missing, the namespace too), valid for `expirationSeconds` (default 24 h).
+   */
+  async serviceAccount(
+    namespace: string,
+    name: string,
+    expirationSeconds = 86_400,
+  ): Promise<ServiceAccountUser> {
+    try {
+      await this.core.readNamespace({ name: namespace });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await this.createNamespace(namespace);
+    }
+    try {
+      await this.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    const tr = await this.core.createNamespacedServiceAccountToken({
+      namespace,
+      name,
+      body: { spec: { audiences: [], expirationSeconds } },
+    });
+    const token = tr.status?.token;
+    if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+    const username = `system:serviceaccount:${namespace}:${name}`;
+    const kubeconfig = kubeconfigYaml(this.url, this.caCert, username, { token });
+    return {
+      username,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+      kubeconfig,
+      kc: kubeConfigFrom(kubeconfig),
+      token,
+    };
+  }
+
+  /**
+   * Routes Service `namespace/name` (port 443, created if missing, without a selector) to servers on this
+   * machine through EndpointSlices at hostAddress, as the endpoints controller would for Pods: the real
+   * kube-apiserver then calls webhooks that name the Service. Endpoints with a readiness URL are Ready only
+   * while it answers 200.
+   */
+  async routeService(
+    namespace: string,
+    name: string,
+    endpoints: readonly LocalEndpoint[],
+  ): Promise<ServiceRoute> {
+    const address = this.hostAddress;
+    if (address === undefined)
+      throw new Error(
+        'this machine has no non-loopback IPv4 address, which an EndpointSlice needs to route a Service here; add one (e.g. `ip addr add 192.0.2.10/32 dev lo`)',
+      );
+    try {
+      await this.core.createNamespacedService({
+        namespace,
+        body: { metadata: { name }, spec: { ports: [{ name: 'https', port: 443, protocol: 'TCP' }] } },
+      });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    const route = new EndpointRoute(this.kc.makeApiClient(DiscoveryV1Api), namespace, name, address);
+    await route.update(endpoints);
+    this.#routes.add(route.stopProbing);
+    this.onCleanup(`service route ${namespace}/${name}`, async () => {
+      this.#routes.delete(route.stopProbing);
+      await route.remove();
+    });
+    return route;
+  }
+
+  /** The real kubectl, as the admin (or as the user of `kubeconfig`, a path). */
+  kubectl(args: string[], opts: { input?: string; kubeconfig?: string } = {}): Promise<KubectlResult> {
+    return new Promise((resolve) => {
+      const child = execFile(
+        'kubectl',
+        args,
+        {
+          env: { ...process.env, KUBECONFIG: opts.kubeconfig ?? this.kubeconfigPath, HOME: this.#dir },
+          timeout: 30_000,
+          maxBuffer: 64 * 1024 * 1024,
+        },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+          resolve({ code, stdout, stderr });
+        },
+      );
+      if (opts.input !== undefined) child.stdin?.end(opts.input);
+    });
+  }
+
+  /** Writes `kubeconfig` (YAML) to a file of this cluster's temp dir, for kubectl and child processes. */
+  async writeKubeconfig(kubeconfig: string): Promise<string> {
+    const path = join(this.#dir, `kubeconfig-${randomBytes(4).toString('hex')}`);
+    await writeFile(path, kubeconfig, { mode: 0o600 });
+    return path;
+  }
+
+  /** Runs the cleanups (newest first), then stops a file's own control plane. Throws what failed. */
+  async stop(): Promise<void> {
+    for (const stopProbing of this.#routes) stopProbing();
+    const failed: string[] = [];
+    // A file's own control plane goes away whole: its objects need no cleaning.
+    const cleanups = this.#cleanups.splice(0).reverse();
+    if (this.#controlPlane === undefined)
+      for (const { what, run } of cleanups) {
+        try {
+          await run();
+        } catch (err) {
+          failed.push(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    await this.#controlPlane?.stop();
+    await rm(this.#dir, { recursive: true, force: true });
+    if (failed.length > 0) throw new Error(`cleanup failed: ${failed.join('; ')}`);
+  }
+}
+
+function handleOf(cp: ControlPlane): ClusterHandle {
+  return {
+    url: cp.url,
+    caCert: cp.caCert,
+    ca: cp.ca,
+    kubeconfig: cp.kubeconfig,
+    adminToken: cp.adminToken,
+    hostAddress: cp.hostAddress,
+    nodeNames: [...cp.nodeNames],
+  };
+}
+
+interface Tracked {
+  endpoint: LocalEndpoint;
+  ready: boolean;
+}
+
+/** One EndpointSlice per endpoint (each may have its own port), readiness kept from its probe. */
+class EndpointRoute implements ServiceRoute {
+  readonly #api: DiscoveryV1Api;
+  readonly #namespace: string;
+  readonly #service: string;
+  readonly #address: string;
+  #tracked: Tracked[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #probing = false;
+
+  constructor(api: DiscoveryV1Api, namespace: string, service: string, address: string) {
+    this.#api = api;
+    this.#namespace = namespace;
+    this.#service = service;
+    this.#address = address;
+  }
+
+  readonly stopProbing = (): void => {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  };
+
+  #sliceName(i: number): string {
+    return `${this.#service}-local-${i}`;
+  }
+
+  async #write(i: number, t: Tracked): Promise<void> {
+    const body = {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: {
+        name: this.#sliceName(i),
+        labels: {
+          'kubernetes.io/service-name': this.#service,
+          'endpointslice.kubernetes.io/managed-by': MANAGED_BY,
+        },
+      },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [this.#address], conditions: { ready: t.ready } }],
+      ports: [{ name: 'https', port: t.endpoint.port, protocol: 'TCP' }],
+    };
+    try {
+      await this.#api.replaceNamespacedEndpointSlice({
+        namespace: this.#namespace,
+        name: this.#sliceName(i),
+        body,
+      });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await this.#api.createNamespacedEndpointSlice({ namespace: this.#namespace, body });
+    }
+  }
+
+  async update(endpoints: readonly LocalEndpoint[]): Promise<void> {
+    const previous = this.#tracked.length;
+    this.#tracked = endpoints.map((endpoint) => ({ endpoint, ready: endpoint.readinessUrl === undefined }));
+    for (const t of this.#tracked)
+      if (t.endpoint.readinessUrl) t.ready = await probe(t.endpoint.readinessUrl);
+    for (const [i, t] of this.#tracked.entries()) await this.#write(i, t);
+    for (let i = this.#tracked.length; i < previous; i++) await this.#delete(i);
+    this.stopProbing();
+    if (this.#tracked.some((t) => t.endpoint.readinessUrl !== undefined)) {
+      this.#timer = setInterval(() => void this.#probeAll(), READINESS_POLL_MS);
+      this.#timer.unref();
+    }
+  }
+
+  async #probeAll(): Promise<void> {
+    if (this.#probing) return;
+    this.#probing = true;
+    try {
+      for (const [i, t] of this.#tracked.entries()) {
+        if (!t.endpoint.readinessUrl) continue;
+        const ready = await probe(t.endpoint.readinessUrl);
+        if (ready === t.ready) continue;
+        t.ready = ready;
+        await this.#write(i, t).catch(() => {
+          t.ready = !ready; // written again at the next probe
+        });
+      }
+    } finally {
+      this.#probing = false;
+    }
+  }
+
+  async #delete(i: number): Promise<void> {
+    await this.#api
+      .deleteNamespacedEndpointSlice({ namespace: this.#namespace, name: this.#sliceName(i) })
+      .catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
+  }
+
+  async remove(): Promise<void> {
+    this.stopProbing();
+    const n = this.#tracked.length;
+    this.#tracked = [];
+    for (let i = 0; i < n; i++) await this.#delete(i);
+  }
+}
+
+async function probe(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    await res.body?.cancel();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
