@@ -1,7 +1,6 @@
 // Every subcommand: its flag specs (for --help and the generated README tables) and how it runs.
 import { centralCommand, runCentral } from './central/command.ts';
 import type { CommandSpec } from './cli.ts';
-import { runSandboxCommand, sandboxWithOperatorCommand } from './embedded.ts';
 import { runCommand, runOperator } from './run.ts';
 
 export interface Command {
@@ -12,7 +11,6 @@ export interface Command {
 
 export const COMMANDS: readonly Command[] = [
   { spec: runCommand, run: (flags) => runOperator(flags as never) },
-  { spec: sandboxWithOperatorCommand, run: (flags) => runSandboxCommand(flags as never, process.stdout) },
   { spec: centralCommand, run: (flags) => runCentral(flags as never) },
 ];
 

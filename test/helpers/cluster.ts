@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import {
   type ControlPlane,
@@ -16,10 +16,18 @@ import {
   startControlPlane,
 } from '../../hack/controlplane/controlplane.ts';
 import { authority, type KeyPair } from '../../hack/controlplane/pki.ts';
+import {
+  type LocalEndpoint,
+  routeServiceHere,
+  type ServiceRoute,
+} from '../../hack/controlplane/service-route.ts';
+
 import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
 import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
 import { isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
 import { eventually } from './eventually.ts';
+
+export type { LocalEndpoint, ServiceRoute };
 
 /** What the global setup hands to every test file (serializable). */
 export interface ClusterHandle {
@@ -58,33 +66,11 @@ export interface ServiceAccountUser extends TestUser {
   token: string;
 }
 
-export interface LocalEndpoint {
-  /** Port of a server on this machine listening on all addresses (or on `hostAddress`). */
-  port: number;
-  /**
-   * Readiness URL (plain HTTP GET, e.g. http://127.0.0.1:8081/readyz): the endpoint is Ready only while it
-   * answers 200, as a kubelet's readiness probe would make it. Always Ready without one.
-   */
-  readinessUrl?: string;
-}
-
-export interface ServiceRoute {
-  /** Replaces the endpoints. */
-  update(endpoints: readonly LocalEndpoint[]): Promise<void>;
-  /** Deletes the EndpointSlices (the Service stays, without endpoints). */
-  remove(): Promise<void>;
-}
-
 export function kubeConfigFrom(yaml: string): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromString(yaml);
   return kc;
 }
-
-/** How often a readiness URL is probed: about a kubelet probe period plus endpoint propagation. */
-const READINESS_POLL_MS = 150;
-const PROBE_TIMEOUT_MS = 1_000;
-const MANAGED_BY = 'berth-tests';
 
 /** Lower-case, DNS-1123 label safe, unique in this run: `<prefix>-<random>`. */
 export function uniqueName(prefix: string): string {
@@ -112,7 +98,7 @@ export class TestCluster {
   readonly #dir: string;
   readonly kubeconfigPath: string;
   readonly #cleanups: Array<{ what: string; run: () => Promise<unknown> }> = [];
-  readonly #routes = new Set<() => void>();
+  readonly #routes = new Set<ServiceRoute>();
 
   private constructor(handle: ClusterHandle, dir: string, controlPlane?: ControlPlane) {
     this.url = handle.url;
@@ -258,26 +244,9 @@ export class TestCluster {
     name: string,
     endpoints: readonly LocalEndpoint[],
   ): Promise<ServiceRoute> {
-    const address = this.hostAddress;
-    if (address === undefined)
-      throw new Error(
-        'this machine has no non-loopback IPv4 address, which an EndpointSlice needs to route a Service here; add one (e.g. `ip addr add 192.0.2.10/32 dev lo`)',
-      );
-    try {
-      await this.core.createNamespacedService({
-        namespace,
-        body: { metadata: { name }, spec: { ports: [{ name: 'https', port: 443, protocol: 'TCP' }] } },
-      });
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
-    const route = new EndpointRoute(this.kc.makeApiClient(DiscoveryV1Api), namespace, name, address);
-    await route.update(endpoints);
-    this.#routes.add(route.stopProbing);
-    this.onCleanup(`service route ${namespace}/${name}`, async () => {
-      this.#routes.delete(route.stopProbing);
-      await route.remove();
-    });
+    const route = await routeServiceHere(this.kc, namespace, name, endpoints);
+    this.onCleanup(`service route ${namespace}/${name}`, () => route.remove());
+    this.#routes.add(route);
     return route;
   }
 
@@ -310,7 +279,7 @@ export class TestCluster {
 
   /** Runs the cleanups (newest first), then stops a file's own control plane. Throws what failed. */
   async stop(): Promise<void> {
-    for (const stopProbing of this.#routes) stopProbing();
+    for (const route of this.#routes) route.stopProbing();
     const failed: string[] = [];
     // A file's own control plane goes away whole: its objects need no cleaning.
     const cleanups = this.#cleanups.splice(0).reverse();
@@ -338,120 +307,4 @@ function handleOf(cp: ControlPlane): ClusterHandle {
     hostAddress: cp.hostAddress,
     nodeNames: [...cp.nodeNames],
   };
-}
-
-interface Tracked {
-  endpoint: LocalEndpoint;
-  ready: boolean;
-}
-
-/** One EndpointSlice per endpoint (each may have its own port), readiness kept from its probe. */
-class EndpointRoute implements ServiceRoute {
-  readonly #api: DiscoveryV1Api;
-  readonly #namespace: string;
-  readonly #service: string;
-  readonly #address: string;
-  #tracked: Tracked[] = [];
-  #timer: NodeJS.Timeout | undefined;
-  #probing = false;
-
-  constructor(api: DiscoveryV1Api, namespace: string, service: string, address: string) {
-    this.#api = api;
-    this.#namespace = namespace;
-    this.#service = service;
-    this.#address = address;
-  }
-
-  readonly stopProbing = (): void => {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-  };
-
-  #sliceName(i: number): string {
-    return `${this.#service}-local-${i}`;
-  }
-
-  async #write(i: number, t: Tracked): Promise<void> {
-    const body = {
-      apiVersion: 'discovery.k8s.io/v1',
-      kind: 'EndpointSlice',
-      metadata: {
-        name: this.#sliceName(i),
-        labels: {
-          'kubernetes.io/service-name': this.#service,
-          'endpointslice.kubernetes.io/managed-by': MANAGED_BY,
-        },
-      },
-      addressType: 'IPv4',
-      endpoints: [{ addresses: [this.#address], conditions: { ready: t.ready } }],
-      ports: [{ name: 'https', port: t.endpoint.port, protocol: 'TCP' }],
-    };
-    try {
-      await this.#api.replaceNamespacedEndpointSlice({
-        namespace: this.#namespace,
-        name: this.#sliceName(i),
-        body,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      await this.#api.createNamespacedEndpointSlice({ namespace: this.#namespace, body });
-    }
-  }
-
-  async update(endpoints: readonly LocalEndpoint[]): Promise<void> {
-    const previous = this.#tracked.length;
-    this.#tracked = endpoints.map((endpoint) => ({ endpoint, ready: endpoint.readinessUrl === undefined }));
-    for (const t of this.#tracked)
-      if (t.endpoint.readinessUrl) t.ready = await probe(t.endpoint.readinessUrl);
-    for (const [i, t] of this.#tracked.entries()) await this.#write(i, t);
-    for (let i = this.#tracked.length; i < previous; i++) await this.#delete(i);
-    this.stopProbing();
-    if (this.#tracked.some((t) => t.endpoint.readinessUrl !== undefined)) {
-      this.#timer = setInterval(() => void this.#probeAll(), READINESS_POLL_MS);
-      this.#timer.unref();
-    }
-  }
-
-  async #probeAll(): Promise<void> {
-    if (this.#probing) return;
-    this.#probing = true;
-    try {
-      for (const [i, t] of this.#tracked.entries()) {
-        if (!t.endpoint.readinessUrl) continue;
-        const ready = await probe(t.endpoint.readinessUrl);
-        if (ready === t.ready) continue;
-        t.ready = ready;
-        await this.#write(i, t).catch(() => {
-          t.ready = !ready; // written again at the next probe
-        });
-      }
-    } finally {
-      this.#probing = false;
-    }
-  }
-
-  async #delete(i: number): Promise<void> {
-    await this.#api
-      .deleteNamespacedEndpointSlice({ namespace: this.#namespace, name: this.#sliceName(i) })
-      .catch((err: unknown) => {
-        if (!isNotFound(err)) throw err;
-      });
-  }
-
-  async remove(): Promise<void> {
-    this.stopProbing();
-    const n = this.#tracked.length;
-    this.#tracked = [];
-    for (let i = 0; i < n; i++) await this.#delete(i);
-  }
-}
-
-async function probe(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
-    await res.body?.cancel();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
 }
