@@ -21,7 +21,6 @@ import {
   routeServiceHere,
   type ServiceRoute,
 } from '../../hack/controlplane/service-route.ts';
-
 import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
 import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
 import { isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
