@@ -1,5 +1,5 @@
 // Golden tests of the response builder: every decision shape becomes an answer kube-apiserver accepts
-// (VerifyAdmissionResponse as the sandbox implements it), in both review versions.
+// (VerifyAdmissionResponse, test/fixtures/webhooks/verify-response.ts), in both review versions.
 import { describe, expect, it } from 'vitest';
 import {
   admissionReviewSchema,
