@@ -65,9 +65,9 @@ export function authority(signer: KeyPair): Authority {
   };
   return {
     ...signer,
-    serving(hosts) {
+    async serving(hosts) {
       const [cn] = hosts;
-      if (cn === undefined) return Promise.reject(new Error('a serving certificate needs at least one host'));
+      if (cn === undefined) throw new Error('a serving certificate needs at least one host');
       const altNames = hosts.map((h) =>
         isIP(h) ? { type: 7 as const, ip: h } : { type: 2 as const, value: h },
       );
@@ -79,7 +79,7 @@ export function authority(signer: KeyPair): Authority {
         ],
       );
     },
-    client(user, groups = []) {
+    async client(user, groups = []) {
       return sign(
         [
           ...groups.map((g) => ({ name: 'organizationName', value: dnValue(g, 'group') })),
