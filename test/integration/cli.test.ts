@@ -1,12 +1,14 @@
-// The `run` subcommand as a real process: usage errors, --help, and a full life against the sandbox —
-// leader, ready, SIGTERM -> readiness drops -> Lease released -> exit 0; and exit 1 on lost leadership.
+// The `run` subcommand as a real process: usage errors, --help, and a full life against the shared
+// cluster (a namespace of its own) — leader, ready, SIGTERM -> readiness drops -> Lease released -> exit 0;
+// and exit 1 on lost leadership (renewals failed by the fault proxy).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import { CoordinationV1Api, RbacAuthorizationV1Api, type V1Lease } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RUN_FLAG_SPECS } from '../../src/config.ts';
+import { ApiProxy } from '../helpers/api-proxy.ts';
+import { TestCluster, uniqueName } from '../helpers/cluster.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { startTestSandbox, type TestSandbox, writeTempKubeconfig } from '../helpers/sandbox.ts';
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
 const MAIN = join(process.cwd(), 'src/main.ts');
@@ -105,17 +107,19 @@ describe('berth-operator run: usage', () => {
   });
 });
 
-describe('berth-operator run: a real process against the sandbox', () => {
-  let t: TestSandbox;
+describe('berth-operator run: a real process against a cluster', () => {
+  let t: TestCluster;
+  let namespace: string;
   beforeAll(async () => {
-    t = await startTestSandbox();
+    t = await TestCluster.shared();
+    namespace = await t.namespace('cli');
   });
   afterAll(async () => {
     await t?.stop();
   });
 
   const readLease = (name: string): Promise<V1Lease> =>
-    t.kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name, namespace: 'default' });
+    t.kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name, namespace });
 
   async function readyz(health: string): Promise<number> {
     try {
@@ -127,14 +131,14 @@ describe('berth-operator run: a real process against the sandbox', () => {
     }
   }
 
-  function start(kubeconfig: string, lease: string): Proc {
+  function start(kubeconfig: string, lease: string, env: Record<string, string> = {}): Proc {
     return run(
       [
         'run',
         '--kubeconfig',
         kubeconfig,
         '--namespace',
-        'default',
+        namespace,
         '--leader-elect',
         '--health-probe-bind-address',
         '127.0.0.1:0',
@@ -148,6 +152,7 @@ describe('berth-operator run: a real process against the sandbox', () => {
         BERTH_LEADER_ELECTION_LEASE_DURATION: '2s',
         BERTH_LEADER_ELECTION_RENEW_DEADLINE: '1s',
         BERTH_LEADER_ELECTION_RETRY_PERIOD: '250ms',
+        ...env,
       }),
     );
   }
@@ -199,27 +204,55 @@ describe('berth-operator run: a real process against the sandbox', () => {
     expect(messages).toContain('released leader election lease');
     expect(messages.at(-1)).toBe('berth-operator stopped');
     // Nothing secret in the logs: the admin token never appears.
-    const token = /token: (\S+)/.exec(t.sandbox.kubeconfig)?.[1];
-    if (token) expect(proc.out()).not.toContain(token);
+    expect(proc.out()).not.toContain(t.adminToken);
   });
 
   it('exits 1 at once when it loses leadership', async () => {
-    const user = t.sandbox.users.add('cli-operator');
-    const kubeconfig = await writeTempKubeconfig(user.kubeconfig);
-    const proc = start(kubeconfig, 'cli-lost');
+    // A user allowed leader election in the namespace and nothing else; its requests go through the proxy.
+    const user = await t.user(uniqueName('cli-operator'));
+    await t.kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: 'leader-election' },
+        // As the install's leader-election Role grants it (scripts/deploy-rbac.ts).
+        rules: [
+          { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+          {
+            apiGroups: ['coordination.k8s.io'],
+            resources: ['leases'],
+            resourceNames: ['cli-lost'],
+            verbs: ['get', 'list', 'update', 'watch'],
+          },
+        ],
+      },
+    });
+    await t.kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'leader-election' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user.username }],
+      },
+    });
+    const proxy = await ApiProxy.start(t);
+    const kubeconfig = await t.writeKubeconfig(proxy.kubeconfigFor(user.kubeconfig));
+    // The node taint guard (on by default) would need node and Pod access this user does not hold.
+    const proc = start(kubeconfig, 'cli-lost', { BERTH_NODE_TAINT_GUARD: 'false' });
     const { health } = await listening(proc);
     await eventually(async () => (await readLease('cli-lost')).spec?.holderIdentity || undefined, {
       timeoutMs: 10_000,
     });
-    const fault = t.sandbox.faults.inject({ user: 'cli-operator', resource: 'leases', status: 500 });
+    const fault = proxy.inject({ user: user.username, resource: 'leases', status: 500 });
     try {
       const cutAt = Date.now();
       expect(await proc.exit).toBe(1);
       expect(Date.now() - cutAt).toBeLessThan(3_000); // renew deadline 1 s, no drain, no release
       expect(await readyz(health)).toBe(0);
       expect(proc.logs().some((l) => l.msg === 'leader election lost')).toBe(true);
+      expect(proxy.forbidden()).toEqual([]);
     } finally {
       fault.remove();
+      await proxy.stop();
     }
   });
 });

@@ -34,7 +34,7 @@ import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../webhooks/configurations.ts';
-import { imageEnv } from '../helpers/image.ts';
+import { imageEnv, nodeOptionsInContainer } from '../helpers/image.ts';
 import {
   containerEnvironment,
   find,
@@ -165,7 +165,10 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
       const nodeOptions = containerEnvironment(objects).NODE_OPTIONS ?? '';
       // Overriding NODE_OPTIONS replaces the image's: the Deployment must repeat it.
       expect(nodeOptions.startsWith(`${imageEnv().NODE_OPTIONS} `), nodeOptions).toBe(true);
-      const heapMib = Number(/--max-old-space-size=(\d+)$/.exec(nodeOptions)?.[1]);
+      // Node takes the percentage of the container's limit (its cgroup's).
+      const heapMib = Number(
+        /--max-old-space-size=(\d+)$/.exec(nodeOptionsInContainer(nodeOptions, limit))?.[1],
+      );
       expect(heapMib * 2 ** 20).toBe(limit / 2);
     }
   });

@@ -3,27 +3,28 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Authority, createAuthority, type KeyPair } from '../../../hack/controlplane/pki.ts';
 import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
 import { centralCommand, runCentral } from '../../../src/central/command.ts';
 import { leaseObjectName } from '../../../src/central/k8slease.ts';
 import type { CentralServer } from '../../../src/central/server.ts';
 import { parseFlags } from '../../../src/cli.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
-import { createServingPki, type ServingPki } from '../../../src/sandbox/tls.ts';
-import { startTestSandbox } from '../../helpers/sandbox.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
 import { logSink } from './http-client.ts';
 import { testPostgres } from './postgres.ts';
 
 let dir: string;
-let pki: ServingPki;
+let ca: Authority;
+let serving: KeyPair;
 let tls: string[];
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'berth-central-backends-'));
-  pki = await createServingPki(['127.0.0.1']);
-  await writeFile(join(dir, 'tls.crt'), pki.cert);
-  await writeFile(join(dir, 'tls.key'), pki.key, { mode: 0o600 });
+  ca = await createAuthority('berth-central-test-ca');
+  serving = await ca.serving(['127.0.0.1']);
+  await writeFile(join(dir, 'tls.crt'), serving.cert);
+  await writeFile(join(dir, 'tls.key'), serving.key, { mode: 0o600 });
   tls = [
     `--tls-cert-file=${join(dir, 'tls.crt')}`,
     `--tls-key-file=${join(dir, 'tls.key')}`,
@@ -53,7 +54,7 @@ async function withCentral(
     started.promise,
     running.then(() => Promise.reject(new Error('exited'))),
   ]);
-  const client = new HttpLeaseClient({ baseUrl: server.url, caBundle: pki.caCert });
+  const client = new HttpLeaseClient({ baseUrl: server.url, caBundle: ca.cert });
   try {
     await fn(client, server);
   } finally {
@@ -138,13 +139,13 @@ if (!pgResult.ok) {
 
 describe('central --store-backend k8s', () => {
   it('serves leases from coordination.k8s.io Leases of the cluster in --coordination-kubeconfig', async () => {
-    const sb = await startTestSandbox();
+    const t = await TestCluster.shared();
     try {
-      await sb.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'berth-leases' } } });
+      const namespace = await t.namespace('berth-leases');
       const argv = [
         '--store-backend=k8s',
-        `--coordination-kubeconfig=${sb.kubeconfigPath}`,
-        '--coordination-namespace=berth-leases',
+        `--coordination-kubeconfig=${t.kubeconfigPath}`,
+        `--coordination-namespace=${namespace}`,
       ];
       await withCentral(argv, async (client, server) => {
         expect(server.store.backend).toBe('k8s');
@@ -153,11 +154,11 @@ describe('central --store-backend k8s', () => {
           fencingToken: 1,
         });
       });
-      const got = await sb.kubectl([
+      const got = await t.kubectl([
         'get',
         'lease',
         '-n',
-        'berth-leases',
+        namespace,
         leaseObjectName({ namespace: 'pipeline', name: 'ingest' }),
         '-o',
         'jsonpath={.spec.holderIdentity}',
@@ -170,7 +171,7 @@ describe('central --store-backend k8s', () => {
         });
       });
     } finally {
-      await sb.stop();
+      await t.stop();
     }
   });
 

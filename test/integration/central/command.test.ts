@@ -5,30 +5,32 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Authority, createAuthority, type KeyPair } from '../../../hack/controlplane/pki.ts';
 import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
 import { sha256Hex } from '../../../src/central/auth.ts';
 import { centralCommand, parseCentralFlags, runCentral } from '../../../src/central/command.ts';
 import type { CentralServer } from '../../../src/central/server.ts';
 import { parseFlags, UsageError } from '../../../src/cli.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
-import { createServingPki, type ServingPki } from '../../../src/sandbox/tls.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
 const MAIN = join(process.cwd(), 'src/main.ts');
 let dir: string;
-let pki: ServingPki;
+let ca: Authority;
+let serving: KeyPair;
 let certFile: string;
 let keyFile: string;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'berth-central-cmd-'));
-  pki = await createServingPki(['127.0.0.1']);
+  ca = await createAuthority('berth-central-test-ca');
+  serving = await ca.serving(['127.0.0.1']);
   certFile = join(dir, 'tls.crt');
   keyFile = join(dir, 'tls.key');
-  await writeFile(certFile, pki.cert);
-  await writeFile(keyFile, pki.key, { mode: 0o600 });
+  await writeFile(certFile, serving.cert);
+  await writeFile(keyFile, serving.key, { mode: 0o600 });
 });
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
@@ -227,8 +229,8 @@ describe('runCentral', () => {
     );
     const server = await started.promise;
     expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
-    const first = new HttpLeaseClient({ baseUrl: server.url, caBundle: pki.caCert, apiKey: 'first' });
-    const second = new HttpLeaseClient({ baseUrl: server.url, caBundle: pki.caCert, apiKey: 'second' });
+    const first = new HttpLeaseClient({ baseUrl: server.url, caBundle: ca.cert, apiKey: 'first' });
+    const second = new HttpLeaseClient({ baseUrl: server.url, caBundle: ca.cert, apiKey: 'second' });
     try {
       expect(await first.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({ acquired: true });
       await writeFile(keys, `cluster-east:${sha256Hex('second')}\n`);
@@ -299,7 +301,7 @@ describe('berth-operator central (process)', () => {
     let out = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const serving = await eventually(
+    const announced = await eventually(
       (): { url: string; metricsUrl: string } | undefined => {
         const line = out.split('\n').find((l) => l.includes('central lease API serving'));
         return line ? (JSON.parse(line) as { url: string; metricsUrl: string }) : undefined;
@@ -307,7 +309,7 @@ describe('berth-operator central (process)', () => {
       { timeoutMs: 15_000 },
     );
     expect(out).toContain('authentication is disabled');
-    const client = new HttpLeaseClient({ baseUrl: serving!.url, caBundle: pki.caCert });
+    const client = new HttpLeaseClient({ baseUrl: announced!.url, caBundle: ca.cert });
     try {
       await client.ping();
       expect(await client.acquire('pipeline', 'ingest', 'east', 30)).toMatchObject({

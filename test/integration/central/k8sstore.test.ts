@@ -1,7 +1,7 @@
-// The Kubernetes lease store against the sandbox API server (real REST, resourceVersion conflicts,
-// MicroTime validation): the store conformance suite, the object layout as kubectl sees it,
+// The Kubernetes lease store against the real API server (its Lease validation, resourceVersion
+// conflicts, MicroTime precision; faults through ApiProxy): the store conformance suite, the object layout as kubectl sees it,
 // metadata-only conflict retries, fail-closed name collisions, client-side throttling and /readyz.
-import { CoreV1Api } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaseObjectName } from '../../../src/central/k8slease.ts';
 import { K8sLeaseStore, METADATA_CONFLICT_ATTEMPTS } from '../../../src/central/k8sstore.ts';
@@ -11,24 +11,26 @@ import { startCentralServer } from '../../../src/central/server.ts';
 import { isStoreConflict } from '../../../src/central/store.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 import { runStoreConformance } from '../../unit/central/store-conformance.ts';
 
-let sb: TestSandbox;
-let namespaces = 0;
+let t: TestCluster;
+let proxy: ApiProxy;
+/** The admin, through the fault proxy: the stores' client. */
+let kc: KubeConfig;
 beforeAll(async () => {
-  sb = await startTestSandbox();
+  t = await TestCluster.shared();
+  proxy = await ApiProxy.start(t);
+  kc = t.kubeConfigFor(proxy.kubeconfigFor(t.kubeconfig));
 });
 afterAll(async () => {
-  await sb?.stop();
+  await proxy?.stop();
+  await t?.stop();
 });
 
-async function createNamespace(): Promise<string> {
-  const name = `coord-${++namespaces}-${Math.random().toString(36).slice(2, 7)}`;
-  await sb.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
-  return name;
-}
+const createNamespace = (): Promise<string> => t.namespace('coord');
 
 const T0 = Date.UTC(2026, 8, 7, 9, 0, 0, 123);
 const key = { namespace: 'pipeline', name: 'ingest' };
@@ -47,7 +49,7 @@ runStoreConformance(
   'k8s',
   async () => {
     const namespace = await createNamespace();
-    const open = async () => new K8sLeaseStore({ kc: sb.kc, namespace, qps: 0 });
+    const open = async () => new K8sLeaseStore({ kc, namespace, qps: 0 });
     return { store: await open(), reopen: open };
   },
   { durable: true },
@@ -56,7 +58,7 @@ runStoreConformance(
 describe('k8s lease store', () => {
   const stores: K8sLeaseStore[] = [];
   const open = (namespace: string, extra: Partial<ConstructorParameters<typeof K8sLeaseStore>[0]> = {}) => {
-    const store = new K8sLeaseStore({ kc: sb.kc, namespace, qps: 0, ...extra });
+    const store = new K8sLeaseStore({ kc, namespace, qps: 0, ...extra });
     stores.push(store);
     return store;
   };
@@ -69,7 +71,7 @@ describe('k8s lease store', () => {
     const manager = new LeaseManager({ store: open(namespace), clock: new ManualClock(T0) });
     const grant = await manager.acquire(key, 'cluster-east', 30_000);
     const name = leaseObjectName(key);
-    const got = await sb.kubectl(['get', 'lease', '-n', namespace, name, '-o', 'json']);
+    const got = await t.kubectl(['get', 'lease', '-n', namespace, name, '-o', 'json']);
     expect(got.stderr).toBe('');
     const lease = JSON.parse(got.stdout);
     expect(lease.metadata.labels).toEqual({ 'berth.skaphos.io/managed-by': 'berth' });
@@ -86,14 +88,14 @@ describe('k8s lease store', () => {
       leaseTransitions: 1,
     });
     await manager.release(key, 'cluster-east', grant.fencingToken);
-    const tomb = JSON.parse((await sb.kubectl(['get', 'lease', '-n', namespace, name, '-o', 'json'])).stdout);
+    const tomb = JSON.parse((await t.kubectl(['get', 'lease', '-n', namespace, name, '-o', 'json'])).stdout);
     expect(tomb.spec).toEqual({
       acquireTime: '2026-09-07T09:00:00.123000Z',
       renewTime: '2026-09-07T09:00:00.123000Z',
       leaseTransitions: 1,
     });
     expect(tomb.metadata.annotations['berth.skaphos.io/version']).toBe('2');
-    const listed = await sb.kubectl([
+    const listed = await t.kubectl([
       'get',
       'leases',
       '-n',
@@ -112,7 +114,7 @@ describe('k8s lease store', () => {
     await store.put(0, record());
     const seen = (await store.get(key))!;
     // A foreign metadata-only write between our read and our write (e.g. a label by a policy engine).
-    const labelled = await sb.kubectl([
+    const labelled = await t.kubectl([
       'label',
       'lease',
       '-n',
@@ -124,7 +126,7 @@ describe('k8s lease store', () => {
     const written = await store.put(seen.version, record({ renewedAt: T0 + 5_000 }));
     expect(written).toEqual(record({ renewedAt: T0 + 5_000, version: 2 }));
     const lease = JSON.parse(
-      (await sb.kubectl(['get', 'lease', '-n', namespace, leaseObjectName(key), '-o', 'json'])).stdout,
+      (await t.kubectl(['get', 'lease', '-n', namespace, leaseObjectName(key), '-o', 'json'])).stdout,
     );
     expect(lease.metadata.labels).toEqual({ 'berth.skaphos.io/managed-by': 'berth', team: 'storage' });
   });
@@ -146,7 +148,7 @@ describe('k8s lease store', () => {
     const namespace = await createNamespace();
     const store = open(namespace);
     await store.put(0, record());
-    const fault = sb.sandbox.faults.inject({
+    const fault = proxy.inject({
       verbs: ['update'],
       resource: 'leases',
       namespace,
@@ -192,7 +194,7 @@ describe('k8s lease store', () => {
     await clock.advanceAsync(1);
     await throttled;
 
-    const fault = sb.sandbox.faults.inject({
+    const fault = proxy.inject({
       verbs: ['get'],
       resource: 'leases',
       namespace,
@@ -224,7 +226,7 @@ describe('k8s lease store', () => {
     try {
       const ready = async () => (await fetch(`${server.url}/readyz`)).status;
       expect(await ready()).toBe(200);
-      const fault = sb.sandbox.faults.inject({ verbs: ['list'], resource: 'leases', namespace, status: 503 });
+      const fault = proxy.inject({ verbs: ['list'], resource: 'leases', namespace, status: 503 });
       await eventually(async () => (await ready()) === 503);
       fault.remove();
       await eventually(async () => (await ready()) === 200);

@@ -8,6 +8,7 @@ import { type AddressInfo, createServer as createNetServer, type Socket } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Authority, createAuthority, type KeyPair } from '../../../hack/controlplane/pki.ts';
 import {
   createHttpLeaseClient,
   HttpLeaseClient,
@@ -27,10 +28,10 @@ import type { Store } from '../../../src/central/store.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
-import { createServingPki, type ServingPki } from '../../../src/sandbox/tls.ts';
 import { logSink } from './http-client.ts';
 
-let pki: ServingPki;
+let ca: Authority;
+let serving: KeyPair;
 let dir: string;
 let caFile: string;
 const servers: CentralServer[] = [];
@@ -40,10 +41,11 @@ const TOKEN_A = 'token-a-for-cluster-east';
 const TOKEN_B = 'token-b-for-cluster-east';
 
 beforeAll(async () => {
-  pki = await createServingPki(['127.0.0.1', 'localhost']);
+  ca = await createAuthority('berth-central-test-ca');
+  serving = await ca.serving(['127.0.0.1', 'localhost']);
   dir = await mkdtemp(join(tmpdir(), 'berth-leaseclient-'));
   caFile = join(dir, 'ca.pem');
-  await writeFile(caFile, pki.caCert);
+  await writeFile(caFile, ca.cert);
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -62,7 +64,7 @@ afterEach(async () => {
   );
 });
 
-async function central(options: CentralServerOptions = {}, tls: ServingPki = pki): Promise<CentralServer> {
+async function central(options: CentralServerOptions = {}, tls: KeyPair = serving): Promise<CentralServer> {
   const server = await startCentralServer({
     tls: { cert: tls.cert, key: tls.key },
     logger: createLogger({ level: 'silent' }),
@@ -169,7 +171,7 @@ describe('HttpLeaseClient against the embedded server', () => {
 
   it('reads the zero time of an absent lease as absent', async () => {
     const server = await central();
-    const c = client({ baseUrl: server.url, caBundle: pki.caCert });
+    const c = client({ baseUrl: server.url, caBundle: ca.cert });
     expect(await c.renew('pipeline', 'nothing', 'cluster-east', 1, 30)).toEqual({
       acquired: false,
       holder: '',
@@ -181,7 +183,7 @@ describe('HttpLeaseClient against the embedded server', () => {
 
   it('turns a 409 on release into a typed conflict', async () => {
     const server = await central();
-    const c = client({ baseUrl: server.url, caBundle: pki.caCert });
+    const c = client({ baseUrl: server.url, caBundle: ca.cert });
     await c.acquire('pipeline', 'ingest', 'cluster-east', 30);
     const err = await failure(c.release('pipeline', 'ingest', 'cluster-west', 1));
     expect(err).toBeInstanceOf(LeaseConflictError);
@@ -196,7 +198,7 @@ describe('HttpLeaseClient against the embedded server', () => {
 
   it('carries status and server message (and the requestId of a 5xx) in other errors', async () => {
     const server = await central();
-    const c = client({ baseUrl: server.url, caBundle: pki.caCert });
+    const c = client({ baseUrl: server.url, caBundle: ca.cert });
     const bad = await failure(c.acquire('pipeline', 'ingest', 'cluster-east', 0));
     expect(bad).toMatchObject({
       kind: 'status',
@@ -221,7 +223,7 @@ describe('HttpLeaseClient against the embedded server', () => {
         },
       },
     });
-    const c2 = client({ baseUrl: failing.url, caBundle: pki.caCert });
+    const c2 = client({ baseUrl: failing.url, caBundle: ca.cert });
     const internal = await failure(c2.acquire('pipeline', 'ingest', 'cluster-east', 30));
     expect(internal.status).toBe(500);
     expect(internal.serverMessage).toBe('internal error');
@@ -233,7 +235,7 @@ describe('HttpLeaseClient against the embedded server', () => {
 
   it('path-escapes namespace and name', async () => {
     const server = await central();
-    const c = client({ baseUrl: server.url, caBundle: pki.caCert });
+    const c = client({ baseUrl: server.url, caBundle: ca.cert });
     const err = await failure(c.acquire('a/b', 'x?y', 'cluster-east', 30));
     expect(err.status).toBe(400);
     expect(err.serverMessage).toMatch(/^invalid namespace "a\/b"/);
@@ -253,10 +255,11 @@ describe('TLS options', () => {
   });
 
   it('verifies against --berth-server-name instead of the URL host', async () => {
-    const named = await createServingPki(['berth.internal']);
+    const namedCa = await createAuthority('berth-internal-ca');
+    const named = await namedCa.serving(['berth.internal']);
     const server = await central({}, named);
     const err = await failure(
-      client({ baseUrl: server.url, caBundle: named.caCert }).acquire(
+      client({ baseUrl: server.url, caBundle: namedCa.cert }).acquire(
         'pipeline',
         'ingest',
         'cluster-east',
@@ -265,7 +268,7 @@ describe('TLS options', () => {
     );
     expect(err.kind).toBe('network');
     expect(err.message).toMatch(/altnames|Hostname\/IP does not match/i);
-    const sni = client({ baseUrl: server.url, caBundle: named.caCert, serverName: 'berth.internal' });
+    const sni = client({ baseUrl: server.url, caBundle: namedCa.cert, serverName: 'berth.internal' });
     expect(await sni.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({ acquired: true });
   });
 
@@ -297,7 +300,7 @@ describe('TLS options', () => {
 describe('bearer tokens', () => {
   it('sends a static key', async () => {
     const server = await central({ authMode: 'static-keys', apiKeysFile: await keysFile() });
-    const ok = client({ baseUrl: server.url, caBundle: pki.caCert, apiKey: TOKEN_A });
+    const ok = client({ baseUrl: server.url, caBundle: ca.cert, apiKey: TOKEN_A });
     expect(await ok.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({ acquired: true });
     const forbidden = await failure(ok.acquire('pipeline', 'ingest', 'cluster-west', 30));
     expect(forbidden).toMatchObject({
@@ -305,11 +308,11 @@ describe('bearer tokens', () => {
       serverMessage: 'holder not authorized for this identity',
     });
     const none = await failure(
-      client({ baseUrl: server.url, caBundle: pki.caCert }).acquire('pipeline', 'x', 'cluster-east', 30),
+      client({ baseUrl: server.url, caBundle: ca.cert }).acquire('pipeline', 'x', 'cluster-east', 30),
     );
     expect(none).toMatchObject({ status: 401, serverMessage: 'missing or malformed Authorization header' });
     const wrong = await failure(
-      client({ baseUrl: server.url, caBundle: pki.caCert, apiKey: 'wrong' }).acquire(
+      client({ baseUrl: server.url, caBundle: ca.cert, apiKey: 'wrong' }).acquire(
         'pipeline',
         'x',
         'cluster-east',
@@ -325,7 +328,7 @@ describe('bearer tokens', () => {
     const tokenFile = join(dir, 'token');
     await writeFile(tokenFile, `${TOKEN_A}\n`);
     const clock = new ManualClock();
-    const c = client({ baseUrl: server.url, caBundle: pki.caCert, apiKeyFile: tokenFile, clock });
+    const c = client({ baseUrl: server.url, caBundle: ca.cert, apiKeyFile: tokenFile, clock });
     expect(await c.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({ acquired: true });
     await writeFile(tokenFile, 'revoked-token');
     clock.advance(999);
@@ -394,7 +397,7 @@ describe('bounds', () => {
   it('times out a hung server after the per-request timeout', async () => {
     const stalled = stalledStore();
     const server = await central({ store: stalled.store });
-    const c = client({ baseUrl: server.url, caBundle: pki.caCert, timeoutMs: 200 });
+    const c = client({ baseUrl: server.url, caBundle: ca.cert, timeoutMs: 200 });
     const started = Date.now();
     const err = await failure(c.acquire('pipeline', 'ingest', 'cluster-east', 30));
     expect(err).toMatchObject({ kind: 'timeout', message: 'acquire pipeline/ingest: timed out after 200ms' });
@@ -415,7 +418,7 @@ describe('bounds', () => {
   it("gives up as soon as the caller's signal aborts, and never starts with an aborted one", async () => {
     const stalled = stalledStore();
     const server = await central({ store: stalled.store });
-    const c = client({ baseUrl: server.url, caBundle: pki.caCert });
+    const c = client({ baseUrl: server.url, caBundle: ca.cert });
     const controller = new AbortController();
     const pending = failure(
       c.acquire('pipeline', 'ingest', 'cluster-east', 30, { signal: controller.signal }),
@@ -474,7 +477,7 @@ describe('kept-alive connections', () => {
 describe('ping', () => {
   it('hits /healthz and succeeds on 2xx', async () => {
     const server = await central();
-    await expect(client({ baseUrl: server.url, caBundle: pki.caCert }).ping()).resolves.toBeUndefined();
+    await expect(client({ baseUrl: server.url, caBundle: ca.cert }).ping()).resolves.toBeUndefined();
   });
 
   it('fails on a non-2xx answer', async () => {
@@ -492,7 +495,7 @@ describe('ping', () => {
     const server = await central();
     const url = server.url;
     await server.stop();
-    const err = await failure(client({ baseUrl: url, caBundle: pki.caCert }).ping());
+    const err = await failure(client({ baseUrl: url, caBundle: ca.cert }).ping());
     expect(err.kind).toBe('network');
     expect(err.message).toMatch(/ECONNREFUSED/);
   });

@@ -2,14 +2,13 @@
 // and on one Kubernetes API server, under concurrent acquires, renews, releases and abandons from many
 // holders, with every replica's TTL collector running: at most one holder per key at any instant, no
 // token reuse, no lost grant.
-import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { K8sLeaseStore } from '../../../src/central/k8sstore.ts';
 import { PostgresStore } from '../../../src/central/postgres/store.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import type { Store } from '../../../src/central/store.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
-import { startTestSandbox } from '../../helpers/sandbox.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
 import { type Hold, historyViolations, runContention } from './contention.ts';
 import { testPostgres } from './postgres.ts';
 
@@ -103,16 +102,13 @@ describe('multi-replica central on one Kubernetes API server', () => {
   it(`keeps one holder per key across ${REPLICAS} replicas and ${OPTIONS.holders} holders`, {
     timeout: 60_000,
   }, async () => {
-    const sb = await startTestSandbox();
+    const t = await TestCluster.shared();
     try {
-      await sb.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'berth-leases' } } });
-      const stores = Array.from(
-        { length: REPLICAS },
-        () => new K8sLeaseStore({ kc: sb.kc, namespace: 'berth-leases' }),
-      );
+      const namespace = await t.namespace('berth-leases');
+      const stores = Array.from({ length: REPLICAS }, () => new K8sLeaseStore({ kc: t.kc, namespace }));
       expectSafe(await contend(stores));
     } finally {
-      await sb.stop();
+      await t.stop();
     }
   });
 });

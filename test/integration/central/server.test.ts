@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Authority, createAuthority, type KeyPair } from '../../../hack/controlplane/pki.ts';
 import { sha256Hex } from '../../../src/central/auth.ts';
 import { MemoryStore } from '../../../src/central/memstore.ts';
 import type { LeaseKey, LeaseRecord } from '../../../src/central/record.ts';
@@ -16,10 +17,10 @@ import type { Store } from '../../../src/central/store.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
-import { createServingPki, type ServingPki } from '../../../src/sandbox/tls.ts';
 import { logSink, type RawRequest, rawClient } from './http-client.ts';
 
-let pki: ServingPki;
+let ca: Authority;
+let serving: KeyPair;
 let dir: string;
 const servers: CentralServer[] = [];
 const T0 = Date.UTC(2026, 8, 7, 9, 0, 0);
@@ -27,7 +28,8 @@ const EAST_TOKEN = 'east-secret-token-value';
 const WEST_TOKEN = 'west-secret-token-value';
 
 beforeAll(async () => {
-  pki = await createServingPki(['127.0.0.1', 'localhost']);
+  ca = await createAuthority('berth-central-test-ca');
+  serving = await ca.serving(['127.0.0.1', 'localhost']);
   dir = await mkdtemp(join(tmpdir(), 'berth-central-'));
 });
 afterAll(async () => {
@@ -40,13 +42,13 @@ afterEach(async () => {
 async function start(options: CentralServerOptions = {}) {
   const sink = logSink();
   const server = await startCentralServer({
-    tls: { cert: pki.cert, key: pki.key },
+    tls: { cert: serving.cert, key: serving.key },
     logger: createLogger({ level: 'debug', destination: sink }),
     registry: createRegistry({ defaultMetrics: false }),
     ...options,
   });
   servers.push(server);
-  const call = rawClient(server.url, pki.caCert);
+  const call = rawClient(server.url, ca.cert);
   return { server, call, sink };
 }
 

@@ -1,20 +1,41 @@
-// deploy/install-cert-manager.yaml applied to the sandbox with RBAC enforced: the operator, configured by
+// deploy/install-cert-manager.yaml applied to a cluster of its own (fixed names, cluster-wide webhooks) with
+// its real RBAC: the operator, configured by
 // that install's Deployment (--cert-mode files, the cert dir), serves admission with the serving
 // certificate cert-manager would write and the caBundle its cainjector would inject — with the base RBAC
-// only: no Secret access, no writes to the webhook configurations, no 403.
+// only: no Secret access, no writes to the webhook configurations, no 403. cert-manager is not installed:
+// schemaless CRDs let its Issuer and Certificate apply, and the test does what it would (issue the
+// certificate into the mounted directory, inject the CA into the caBundles).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAuthority } from '../../../hack/controlplane/pki.ts';
 import { CERT_MANAGER_CERTIFICATE, CERT_MANAGER_INJECT_ANNOTATION } from '../../../scripts/deploy.ts';
-import { OPERATOR_NAMESPACE, WEBHOOK_CONFIGURATION_NAME } from '../../../scripts/deploy-rbac.ts';
-import { createServingPki } from '../../../src/sandbox/tls.ts';
+import {
+  OPERATOR_NAMESPACE,
+  SERVICE_ACCOUNT,
+  WEBHOOK_CONFIGURATION_NAME,
+} from '../../../scripts/deploy-rbac.ts';
 import { jsonPatch } from '../../helpers/api.ts';
-import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
-import { applyInstall, find, kubectlOk, type ManifestObject, readInstall } from './install.ts';
-import { describeRequest, RecordingProxy } from './proxy.ts';
-import { admitWorkloads, GUARD_NODE, type ScenarioContext, waitFor, withOperator } from './scenarios.ts';
+import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
+import {
+  applyInstall,
+  find,
+  kubectlOk,
+  type ManifestObject,
+  readInstall,
+  withoutOperatorPods,
+} from './install.ts';
+import {
+  admissionAnswers,
+  admitWorkloads,
+  GUARD_NODE,
+  type ScenarioContext,
+  waitFor,
+  withOperator,
+} from './scenarios.ts';
 
 /** Schemaless stand-ins for cert-manager's CRDs, so that the install applies unchanged. */
 const certManagerShim = ['Issuer', 'Certificate']
@@ -44,29 +65,36 @@ interface Certificate {
   spec: { secretName: string; dnsNames: string[] };
 }
 
-let t: TestSandbox;
-let proxy: RecordingProxy;
+let t: TestCluster;
+let proxy: ApiProxy;
 let install: ManifestObject[];
 let certDir: string;
 let caCert: string;
 
 beforeAll(async () => {
-  t = await startTestSandbox({ rbac: true });
+  t = await TestCluster.own();
   await t.kc.makeApiClient(CoreV1Api).createNode({ body: { metadata: { name: GUARD_NODE } } });
   await kubectlOk(t, ['apply', '-f', '-'], certManagerShim);
+  await kubectlOk(t, [
+    'wait',
+    '--for=condition=Established',
+    'crd/issuers.cert-manager.io',
+    'crd/certificates.cert-manager.io',
+  ]);
   const read = await readInstall('install-cert-manager.yaml');
   install = read.objects;
   await applyInstall(t, read.text);
-  proxy = new RecordingProxy({ target: t.sandbox.url, ca: t.sandbox.caCert });
-  await proxy.start();
+  await withoutOperatorPods(t);
+  proxy = await ApiProxy.start(t);
   // What cert-manager would issue into the Certificate's Secret (mounted at --cert-dir).
   const certificate = find<Certificate>(install, 'Certificate', CERT_MANAGER_CERTIFICATE);
-  const pki = await createServingPki(certificate.spec.dnsNames);
-  caCert = pki.caCert;
+  const ca = await createAuthority('cert-manager-issuer');
+  const pair = await ca.serving(certificate.spec.dnsNames);
+  caCert = ca.cert;
   certDir = await mkdtemp(join(tmpdir(), 'berth-serving-certs-'));
-  await writeFile(join(certDir, 'tls.crt'), pki.cert);
-  await writeFile(join(certDir, 'tls.key'), pki.key);
-  await writeFile(join(certDir, 'ca.crt'), pki.caCert);
+  await writeFile(join(certDir, 'tls.crt'), pair.cert);
+  await writeFile(join(certDir, 'tls.key'), pair.key, { mode: 0o600 });
+  await writeFile(join(certDir, 'ca.crt'), ca.cert);
 }, 60_000);
 
 afterAll(async () => {
@@ -98,19 +126,20 @@ describe('deploy/install-cert-manager.yaml with RBAC enforced', () => {
       else
         await api.patchValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME, body }, jsonPatch);
     }
-    const token = t.sandbox.users.serviceAccount(OPERATOR_NAMESPACE, 'berth-operator').token;
+    const operator = await t.serviceAccount(OPERATOR_NAMESPACE, SERVICE_ACCOUNT);
     const ctx: ScenarioContext = {
       t,
       install,
-      operatorKubeConfig: kubeConfigFrom(proxy.kubeconfig(token)),
+      operatorKubeConfig: t.kubeConfigFor(proxy.kubeconfigFor(operator.kubeconfig)),
       centralUrl: '',
       signal: new AbortController().signal,
       run: 1,
     };
-    await t.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'apps-1' } } });
+    await t.createNamespace('apps-1');
     // Only the cert dir differs from the Deployment: the Secret's mount point is not writable here.
     await withOperator(ctx, { BERTH_CERT_DIR: certDir }, async (op) => {
       await waitFor(ctx, 'the replica ready', () => op.ready());
+      await admissionAnswers(ctx);
       await admitWorkloads(ctx, 'apps-1');
     });
     expect(proxy.forbidden().map(describeRequest)).toEqual([]);

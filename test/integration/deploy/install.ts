@@ -1,18 +1,20 @@
-// The rendered installs as objects: reading them, applying them to a sandbox with kubectl, and the RBAC they
+// The rendered installs as objects: reading them, applying them to a cluster with kubectl, and the RBAC they
 // grant to the operator's service account (every rule with the scope it applies in).
 import { readFile } from 'node:fs/promises';
-import type {
-  V1ConfigMap,
-  V1Container,
-  V1Deployment,
-  V1PolicyRule,
-  V1ResourceFieldSelector,
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type V1ConfigMap,
+  type V1Container,
+  type V1Deployment,
+  type V1PolicyRule,
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { kubectl } from '../../../scripts/deploy.ts';
-import { OPERATOR_NAMESPACE, SERVICE_ACCOUNT } from '../../../scripts/deploy-rbac.ts';
+import { APP_NAME, OPERATOR_NAMESPACE, SERVICE_ACCOUNT } from '../../../scripts/deploy-rbac.ts';
+import { mergePatch } from '../../helpers/api.ts';
+import type { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import type { TestSandbox } from '../../helpers/sandbox.ts';
 
 export interface ManifestObject {
   apiVersion: string;
@@ -53,11 +55,6 @@ export function operatorContainer(objects: ManifestObject[]): V1Container {
   return container;
 }
 
-/**
- * The container's environment as the kubelet builds it: envFrom first, then env in order, `$(VAR)`
- * expanded from the variables defined before it, the downward API for the Pod's namespace and service
- * account, optional Secret keys absent.
- */
 const QUANTITY_FACTORS: Record<string, number> = {
   '': 1,
   k: 1e3,
@@ -75,15 +72,11 @@ export function quantityBytes(quantity: string): number {
   return Number(m[1]) * QUANTITY_FACTORS[m[2] ?? '']!;
 }
 
-/** A resourceFieldRef's value as the kubelet gives it: the container's resource divided by the divisor, rounded up. */
-function resourceField(container: V1Container, ref: V1ResourceFieldSelector): string {
-  const [kind, resource] = ref.resource.split('.') as ['limits' | 'requests', string];
-  const value = container.resources?.[kind]?.[resource];
-  if (value === undefined || !resource.includes('memory'))
-    throw new Error(`resourceFieldRef ${ref.resource}: only a set memory request or limit is supported`);
-  return String(Math.ceil(quantityBytes(String(value)) / quantityBytes(String(ref.divisor ?? '1'))));
-}
-
+/**
+ * The container's environment as the kubelet builds it: envFrom first, then env in order, `$(VAR)`
+ * expanded from the variables defined before it, the downward API for the Pod's namespace and service
+ * account, optional Secret keys absent.
+ */
 export function containerEnvironment(objects: ManifestObject[]): Record<string, string> {
   const container = operatorContainer(objects);
   const deployment = find<V1Deployment>(objects, 'Deployment', 'berth-operator');
@@ -104,8 +97,6 @@ export function containerEnvironment(objects: ManifestObject[]): Record<string, 
     else if (e.valueFrom?.fieldRef?.fieldPath === 'spec.serviceAccountName')
       env[e.name] = deployment.spec?.template.spec?.serviceAccountName ?? 'default';
     else if (e.valueFrom?.secretKeyRef?.optional === true) continue;
-    else if (e.valueFrom?.resourceFieldRef !== undefined)
-      env[e.name] = resourceField(container, e.valueFrom.resourceFieldRef);
     else throw new Error(`env ${e.name}: unsupported source ${JSON.stringify(e.valueFrom)}`);
   }
   return env;
@@ -113,44 +104,43 @@ export function containerEnvironment(objects: ManifestObject[]): Record<string, 
 
 // ---- applying ----
 
-/**
- * The sandbox does not serve policy/v1 PodDisruptionBudgets: a schemaless CRD in their place lets the
- * install apply unchanged (the object is stored, nothing enforces it).
- */
-const PDB_SHIM = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: poddisruptionbudgets.policy
-spec:
-  group: policy
-  names: {kind: PodDisruptionBudget, listKind: PodDisruptionBudgetList, plural: poddisruptionbudgets, singular: poddisruptionbudget, shortNames: [pdb]}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`;
-
-export async function kubectlOk(t: TestSandbox, args: string[], input?: string): Promise<string> {
+export async function kubectlOk(t: TestCluster, args: string[], input?: string): Promise<string> {
   const r = await t.kubectl(args, input === undefined ? {} : { input });
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.stderr.trim()}`);
   return r.stdout;
 }
 
-/** Applies an install (as the sandbox admin) and waits until the BerthLease API is served. */
-export async function applyInstall(t: TestSandbox, text: string): Promise<void> {
-  if ((await t.kubectl(['get', 'crd', 'poddisruptionbudgets.policy'])).code !== 0) {
-    await kubectlOk(t, ['apply', '-f', '-'], PDB_SHIM);
-    await eventually(() => kubectlOk(t, ['get', 'poddisruptionbudgets', '-A']));
-  }
+/** Applies an install (as the admin) and waits until the BerthLease API is served. */
+export async function applyInstall(t: TestCluster, text: string): Promise<void> {
   await kubectlOk(t, ['apply', '-f', '-'], text);
-  await eventually(() => kubectlOk(t, ['get', 'berthleases', '-A']));
+  await kubectlOk(t, ['wait', '--for=condition=Established', 'crd/berthleases.berth.skaphos.io']);
+  await eventually(() => kubectlOk(t, ['get', 'berthleases', '-A']), { timeoutMs: 30_000 });
+}
+
+/**
+ * Scales the install's Deployment to 0 and waits until its Pods are gone. KWOK would make them Running and
+ * Ready without running anything, and the webhook Service would then send the API server's admission
+ * calls to their addresses, where nothing listens: the tests run the operator in this process instead and
+ * route the Service to it (TestCluster.routeService).
+ */
+export async function withoutOperatorPods(t: TestCluster): Promise<void> {
+  await t.kc
+    .makeApiClient(AppsV1Api)
+    .patchNamespacedDeploymentScale(
+      { namespace: OPERATOR_NAMESPACE, name: APP_NAME, body: { spec: { replicas: 0 } } },
+      mergePatch,
+    );
+  const core = t.kc.makeApiClient(CoreV1Api);
+  await eventually(
+    async () =>
+      (
+        await core.listNamespacedPod({
+          namespace: OPERATOR_NAMESPACE,
+          labelSelector: `app.kubernetes.io/name=${APP_NAME}`,
+        })
+      ).items.length === 0,
+    { timeoutMs: 30_000 },
+  );
 }
 
 // ---- the RBAC granted to the operator ----

@@ -1,7 +1,8 @@
 // The managed-workload scenario: the samples plus a StatefulSet and a ReplicaSet target are admitted, their
-// leases held (embedded central server) and the targets activated; a managed Pod is registered and
-// ungated; a managed Job runs; then the leases are deleted and the operator stops every target, suspends
-// and deletes the Job, deletes the Pod and releases — all as the operator's service account.
+// leases held (embedded central server) and the targets activated; the ReplicaSet controller's Pod is
+// registered and ungated, and runs; a managed Job runs; then the leases are deleted and the operator stops
+// every target, suspends and deletes the Job, deletes the Pods and releases — all as the operator's
+// service account.
 import {
   AppsV1Api,
   BatchV1Api,
@@ -14,6 +15,7 @@ import { apiOutcome } from '../../helpers/api.ts';
 import { deployPath, kubectlOk } from './install.ts';
 import {
   admission,
+  admissionAnswers,
   berthLease,
   caBundles,
   caCertificate,
@@ -84,6 +86,7 @@ export const managedWorkloads: Scenario = {
       await waitFor(ctx, 'the caBundles trust the CA', async () =>
         (await caBundles(ctx)).every(trusting(ca)),
       );
+      await admissionAnswers(ctx);
       for (const sample of ['samples/deployment/', 'samples/cronjob/'])
         await kubectlOk(ctx.t, ['apply', '-n', namespace, '-f', deployPath(sample).pathname]);
       await custom.createNamespacedCustomObject({ ...ref('db'), body: scaledLease('db', 'StatefulSet') });
@@ -95,7 +98,7 @@ export const managedWorkloads: Scenario = {
           spec: { replicas: 0, serviceName: 'db', selector: { matchLabels: db }, template: podTemplate(db) },
         },
       });
-      const set = await apps.createNamespacedReplicaSet({
+      await apps.createNamespacedReplicaSet({
         namespace,
         body: {
           metadata: { name: 'rs' },
@@ -112,23 +115,15 @@ export const managedWorkloads: Scenario = {
         const now = await targets(ctx, namespace);
         return now.replicas.every((r) => r === 1) && now.suspend === false;
       });
-      // What the ReplicaSet controller would create: a gated Pod, which the operator registers and ungates.
-      await core.createNamespacedPod({
-        namespace,
-        body: {
-          metadata: {
-            name: 'rs-a',
-            labels: rs,
-            ownerReferences: ownedBy('ReplicaSet', 'apps/v1', set.metadata),
-          },
-          spec: podTemplate(rs).spec!,
-        },
-      });
-      await waitFor(ctx, 'the managed Pod ungated', async () => {
-        const pod = await core.readNamespacedPod({ name: 'rs-a', namespace });
-        return !(pod.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE);
-      });
-      // What the CronJob controller would create: a Job of the now unsuspended CronJob.
+      // The ReplicaSet controller's Pod, born gated: the operator registers and ungates it, and it runs.
+      const pod = await waitFor(ctx, 'the managed Pod ungated and running', async () =>
+        (await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=rs' })).items.find(
+          (p) =>
+            !(p.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE) &&
+            p.status?.phase === 'Running',
+        ),
+      );
+      // What the CronJob controller would create at its schedule (02:00): a Job of the unsuspended CronJob.
       const cron = await batch.readNamespacedCronJob({ name: 'nightly-report', namespace });
       const report = { 'app.kubernetes.io/name': 'nightly-report' };
       await batch.createNamespacedJob({
@@ -154,7 +149,9 @@ export const managedWorkloads: Scenario = {
       const after = await targets(ctx, namespace);
       if (!after.replicas.every((r) => r === 0) || after.suspend !== true)
         throw new Error(`targets not stopped before the release: ${JSON.stringify(after)}`);
-      if ((await apiOutcome(core.readNamespacedPod({ name: 'rs-a', namespace }))).code !== 404)
+      if (
+        (await apiOutcome(core.readNamespacedPod({ name: pod.metadata?.name ?? '', namespace }))).code !== 404
+      )
         throw new Error('the managed Pod was not deleted');
       if ((await apiOutcome(batch.readNamespacedJob({ name: 'nightly-report-1', namespace }))).code !== 404)
         throw new Error('the managed Job was not deleted');

@@ -1,14 +1,15 @@
 // Runs the operator in-process exactly as the install's Deployment configures it — the container's args and
 // environment (downward API, ConfigMap, `$(VAR)` expansion) through the real flag parser and buildOperator —
-// authenticated as its service account through the recording proxy, with a few test overrides (loopback
-// ports, the central URL, short grace periods, which features run).
+// authenticated as its service account through the recording proxy, with a few test overrides (no probe
+// or metrics port, a free webhook port, the central URL, short grace periods, which features run). The
+// install's webhook Service is routed to its admission server, as the endpoints of its Pod would be.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseFlags } from '../../../src/cli.ts';
 import { parseRunConfig } from '../../../src/config.ts';
 import type { LifecycleEvent, Manager } from '../../../src/kube/manager.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from '../../../src/run.ts';
-import type { TestSandbox } from '../../helpers/sandbox.ts';
+import type { ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { containerEnvironment, type ManifestObject, operatorContainer } from './install.ts';
 
 export interface RunningOperator {
@@ -16,7 +17,7 @@ export interface RunningOperator {
   namespace: string;
   /** Lifecycle steps seen so far. */
   readonly events: LifecycleEvent[];
-  /** As the kubelet would see /readyz: every readiness check passes. */
+  /** As the kubelet would see /readyz: every readiness check passes (and the Service is routed here). */
   ready(): Promise<boolean>;
   isLeader(): boolean;
   /** Graceful stop; resolves with the manager's exit code. */
@@ -24,7 +25,7 @@ export interface RunningOperator {
 }
 
 export interface StartOptions {
-  t: TestSandbox;
+  t: TestCluster;
   install: ManifestObject[];
   kubeConfig: KubeConfig;
   /** Environment overrides (an empty string unsets a variable's effect: the flag default applies). */
@@ -50,14 +51,26 @@ export function startOperator(o: StartOptions): RunningOperator {
   const namespace = config.namespace;
   const features = parseFeatureConfigs(flags, namespace);
   const events: LifecycleEvent[] = [];
+  let route: Promise<ServiceRoute> | undefined;
+  let routed = false;
+  let routeFailure: unknown;
   const { manager } = buildOperator(config, {
     kubeConfig: o.kubeConfig,
     namespace,
     logger: createLogger({ level: config.logLevel, name: 'berth-operator' }),
     features,
     onLifecycle: (e) => events.push(e),
-    onWebhookListening: (port) =>
-      o.t.sandbox.services.map(namespace, features.certs.webhookServiceName, { host: '127.0.0.1', port }),
+    onWebhookListening: (port) => {
+      route = o.t.routeService(namespace, features.certs.webhookServiceName, [{ port }]);
+      route.then(
+        () => {
+          routed = true;
+        },
+        (err: unknown) => {
+          routeFailure = err;
+        },
+      );
+    },
   });
   const done = manager.run();
   let stopping: Promise<number> | undefined;
@@ -65,15 +78,24 @@ export function startOperator(o: StartOptions): RunningOperator {
     manager,
     namespace,
     events,
-    ready: async () =>
-      events.some((e) => e.step === 'ready') &&
-      (await manager.probes.runChecks('readyz')).every((c) => c.healthy),
+    ready: async () => {
+      if (routeFailure !== undefined) throw routeFailure;
+      return (
+        events.some((e) => e.step === 'ready') &&
+        (route === undefined || routed) &&
+        (await manager.probes.runChecks('readyz')).every((c) => c.healthy)
+      );
+    },
     isLeader: () => manager.isLeader(),
     stop() {
       stopping ??= (async () => {
         manager.stop('test');
         const result = await done;
-        o.t.sandbox.services.unmap(namespace, features.certs.webhookServiceName);
+        // A route still being written is removed once it is (a failed one has nothing to remove).
+        await route?.then(
+          (r) => r.remove(),
+          () => undefined,
+        );
         return result.exitCode;
       })();
       return stopping;

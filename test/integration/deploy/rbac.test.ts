@@ -1,10 +1,12 @@
-// deploy/install.yaml (plus the node-taint-guard component) applied to the sandbox with RBAC enforced, and
-// the operator run as its service account through every scenario (./scenarios.ts, ./managed.ts): no request may be
-// forbidden, every permission granted must be used, and removing any single rule must break the scenario
-// that needs it with a 403 that the rule would have allowed (the rules are minimal). One sandbox for all.
+// deploy/install.yaml (plus the node-taint-guard component) applied to a cluster of its own, and the
+// operator run as its service account, authorized by kube-apiserver's RBAC with exactly the install's
+// roles, through every scenario (./scenarios.ts, ./managed.ts): no request may be forbidden, every
+// permission granted must be used, and removing any single rule must break the scenario that needs it with
+// a 403 that the rule would have allowed (the rules are minimal). Every request goes through an ApiProxy,
+// which records it with its authorization attributes. One cluster for all.
 
-import { isDeepStrictEqual } from 'node:util';
 import {
+  AuthorizationV1Api,
   type KubeConfig,
   RbacAuthorizationV1Api,
   type V1ClusterRole,
@@ -12,18 +14,13 @@ import {
   type V1Role,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { WEBHOOK_CONFIGURATION_NAME } from '../../../scripts/deploy-rbac.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
-import { type AuthorizationAttributes, ruleAllows } from '../../../src/sandbox/rbac.ts';
-import {
-  kubeConfigFrom,
-  startTestSandbox,
-  type TestSandbox,
-  writeTempKubeconfig,
-} from '../../helpers/sandbox.ts';
+import { ApiProxy, describeRequest, type RecordedRequest } from '../../helpers/api-proxy.ts';
+import { type ServiceAccountUser, TestCluster } from '../../helpers/cluster.ts';
+import { eventually } from '../../helpers/eventually.ts';
 import {
   applyInstall,
   describeRule,
@@ -33,9 +30,9 @@ import {
   operatorRules,
   readInstall,
   renderOverlay,
+  withoutOperatorPods,
 } from './install.ts';
 import { SCENARIOS } from './managed.ts';
-import { describeRequest, type RecordedRequest, RecordingProxy } from './proxy.ts';
 import { Aborted, createGuardFixtures, OPERATOR_NS, type Scenario } from './scenarios.ts';
 
 const SERVICE_ACCOUNT = 'berth-operator';
@@ -53,30 +50,58 @@ const UNEXERCISED: ReadonlyMap<string, string> = new Map([
   ],
 ]);
 
-let t: TestSandbox;
-let proxy: RecordingProxy;
+let t: TestCluster;
+let proxy: ApiProxy;
 let central: CentralServer;
 let applied: ManifestObject[];
 let rules: GrantedRule[];
+let operator: ServiceAccountUser;
 let operatorKubeConfig: KubeConfig;
 let runs = 0;
 /** Per scenario: duration of its clean run, for picking the quickest one that needs a rule. */
 const durations = new Map<string, number>();
 
+/** Whether `rule` allows the request, matched as kube's RBAC authorizer matches (rbac/v1 helpers). */
+function ruleAllows(r: RecordedRequest, rule: V1PolicyRule): boolean {
+  const has = (list: string[] | undefined, value: string): boolean =>
+    (list ?? []).some((v) => v === '*' || v === value);
+  const combined = r.subresource === '' ? r.resource : `${r.resource}/${r.subresource}`;
+  const resourceMatches = (rule.resources ?? []).some(
+    (res) => res === '*' || res === combined || (r.subresource !== '' && res === `*/${r.subresource}`),
+  );
+  const names = rule.resourceNames ?? [];
+  return (
+    has(rule.verbs, r.verb) &&
+    has(rule.apiGroups, r.apiGroup) &&
+    resourceMatches &&
+    (names.length === 0 || names.includes(r.name))
+  );
+}
+
 function authorizedBy(g: GrantedRule, r: RecordedRequest): boolean {
   if (g.namespace !== undefined && g.namespace !== r.namespace) return false;
-  const attrs: AuthorizationAttributes = {
-    user: { username: `system:serviceaccount:${OPERATOR_NS}:${SERVICE_ACCOUNT}`, groups: [] },
-    verb: r.verb,
-    apiGroup: r.apiGroup,
-    resource: r.resource,
-    subresource: r.subresource,
-    namespace: r.namespace,
-    name: r.name,
-    resourceRequest: true,
-    path: r.path,
-  };
-  return ruleAllows(attrs, g.rule);
+  return ruleAllows(r, g.rule);
+}
+
+/** What kube-apiserver's authorizer says now of the operator making request `r` (SubjectAccessReview). */
+async function allowedNow(r: RecordedRequest): Promise<boolean> {
+  const review = await t.kc.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+    body: {
+      spec: {
+        user: operator.username,
+        groups: operator.groups,
+        resourceAttributes: {
+          verb: r.verb,
+          group: r.apiGroup,
+          resource: r.resource,
+          subresource: r.subresource,
+          namespace: r.namespace,
+          name: r.name,
+        },
+      },
+    },
+  });
+  return review.status?.allowed === true;
 }
 
 const authorized = (r: RecordedRequest): boolean => r.status !== 401 && r.status !== 403;
@@ -110,28 +135,24 @@ async function runScenario(s: Scenario, signal: AbortSignal = new AbortControlle
 }
 
 beforeAll(async () => {
-  t = await startTestSandbox({ rbac: true });
+  t = await TestCluster.own();
   // The agent namespace and Pod exist before the fail-closed webhooks do.
   await createGuardFixtures(t);
-  const install = await readInstall('install.yaml');
-  await applyInstall(t, install.text);
-  // Then what the guard component adds or changes (re-applying the unchanged PodDisruptionBudget would
-  // need a strategic merge patch, which the sandbox's stand-in for it cannot take).
+  await applyInstall(t, (await readInstall('install.yaml')).text);
+  // Then the install with the guard component.
   const withGuard = await renderOverlay('kustomize/overlays/node-taint-guard');
-  const changed = withGuard.objects.filter((o) => !install.objects.some((i) => isDeepStrictEqual(i, o)));
-  await applyInstall(t, changed.map((o) => stringify(o)).join('---\n'));
+  await applyInstall(t, withGuard.text);
+  await withoutOperatorPods(t);
   applied = withGuard.objects;
   rules = operatorRules(applied);
-  proxy = new RecordingProxy({ target: t.sandbox.url, ca: t.sandbox.caCert });
-  await proxy.start();
+  proxy = await ApiProxy.start(t);
   central = await startCentralServer({
     logger: createLogger({ level: 'silent' }),
     registry: createRegistry({ defaultMetrics: false }),
     gc: false,
   });
-  operatorKubeConfig = kubeConfigFrom(
-    proxy.kubeconfig(t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).token),
-  );
+  operator = await t.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT);
+  operatorKubeConfig = t.kubeConfigFor(proxy.kubeconfigFor(operator.kubeconfig));
 }, 60_000);
 
 afterAll(async () => {
@@ -164,15 +185,18 @@ describe('deploy/install.yaml with RBAC enforced', () => {
 
   it('sees name-scoped lists authorized by resourceNames, as kube-apiserver does', async () => {
     // kube-apiserver (requestinfo.go) takes the name of a list/watch from a `metadata.name=` field selector,
-    // so the caBundle reconciler's watch is allowed by the resourceNames rule. A sandbox that does not
-    // would 403 it below: the fix belongs in src/sandbox/server.ts (authorize), not in the RBAC.
+    // so the caBundle reconciler's watch is allowed by the resourceNames rule.
     const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldSelector=${encodeURIComponent(`metadata.name=${WEBHOOK_CONFIGURATION_NAME}`)}`;
-    const kubeconfig = await writeTempKubeconfig(
-      t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig,
-    );
+    const kubeconfig = await t.writeKubeconfig(operator.kubeconfig);
     const r = await t.kubectl(['get', '--raw', path], { kubeconfig });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
+    // And without the selector, the same list is not.
+    const unnamed = await t.kubectl(
+      ['get', '--raw', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations'],
+      { kubeconfig },
+    );
+    expect(unnamed.stderr).toContain('forbidden');
   });
 
   it('runs every scenario as the operator service account without a single 403', async () => {
@@ -215,12 +239,19 @@ describe('deploy/install.yaml with RBAC enforced', () => {
         ),
       ).sort((a, b) => (durations.get(a.name) ?? 0) - (durations.get(b.name) ?? 0));
       const scenario = needing[0];
-      if (scenario === undefined) {
+      // One of its requests that only this rule allows: the authorizer's answer to it shows the change.
+      const sole = clean.find(
+        (r) =>
+          r.scenario === scenario?.name &&
+          authorizedBy(g, r) &&
+          !rules.some((o) => o !== g && authorizedBy(o, r)),
+      );
+      if (scenario === undefined || sole === undefined) {
         if (!permissions(g, clean).every((p) => UNEXERCISED.has(p.key)))
           problems.push(`${describeRule(g)}: no scenario needs it`);
         continue;
       }
-      const restore = await removeRule(rbac, g);
+      const restore = await removeRule(rbac, g, sole);
       const stop = new AbortController();
       let matched: RecordedRequest | undefined;
       const from = proxy.records.length;
@@ -282,26 +313,39 @@ function permissions(g: GrantedRule, requests: RecordedRequest[]): { key: string
   return out;
 }
 
-/** Removes the rule from its (Cluster)Role as the admin; returns the function that puts it back. */
-async function removeRule(rbac: RbacAuthorizationV1Api, g: GrantedRule): Promise<() => Promise<void>> {
+/**
+ * Removes the rule from its (Cluster)Role as the admin; returns the function that puts it back. Each
+ * returns once kube-apiserver's authorizer (which learns roles from a watch) answers `probe`, a request
+ * only this rule allows, accordingly.
+ */
+async function removeRule(
+  rbac: RbacAuthorizationV1Api,
+  g: GrantedRule,
+  probe: RecordedRequest,
+): Promise<() => Promise<void>> {
   const [kind, ...rest] = g.role.split('/');
   const without = (rules: V1PolicyRule[] | undefined) => (rules ?? []).filter((_, i) => i !== g.index);
+  const settled = (allowed: boolean) => eventually(async () => (await allowedNow(probe)) === allowed);
   if (kind === 'ClusterRole') {
     const name = rest[0]!;
     const role: V1ClusterRole = await rbac.readClusterRole({ name });
     const original = role.rules;
     await rbac.replaceClusterRole({ name, body: { ...role, rules: without(original) } });
+    await settled(false);
     return async () => {
       const now = await rbac.readClusterRole({ name });
       await rbac.replaceClusterRole({ name, body: { ...now, rules: original ?? [] } });
+      await settled(true);
     };
   }
   const [namespace, name] = rest as [string, string];
   const role: V1Role = await rbac.readNamespacedRole({ name, namespace });
   const original = role.rules;
   await rbac.replaceNamespacedRole({ name, namespace, body: { ...role, rules: without(original) } });
+  await settled(false);
   return async () => {
     const now = await rbac.readNamespacedRole({ name, namespace });
     await rbac.replaceNamespacedRole({ name, namespace, body: { ...now, rules: original ?? [] } });
+    await settled(true);
   };
 }

@@ -1,14 +1,15 @@
 // deploy/samples/ apply cleanly to a cluster with the BerthLease CRD (schema and CEL rules), and each
-// BerthLease passes the reconciler's own semantic checks.
+// BerthLease passes the reconciler's own semantic checks. On the shared cluster: the CRD is deploy/crds'
+// (the one every suite installs), the samples go to a namespace of their own, and no operator runs.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SpecInput, validateSpec } from '../../../src/berth/api.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
-import { applyInstall, deployPath, kubectlOk, parseManifests } from './install.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
+import { deployPath, kubectlOk, parseManifests } from './install.ts';
 
-let t: TestSandbox;
+let t: TestCluster;
+let namespace: string;
 
 async function sampleFiles(dir = deployPath('samples/').pathname): Promise<string[]> {
   const out: string[] = [];
@@ -21,9 +22,9 @@ async function sampleFiles(dir = deployPath('samples/').pathname): Promise<strin
 }
 
 beforeAll(async () => {
-  t = await startTestSandbox();
-  await applyInstall(t, await readFile(deployPath('crds/berthlease.yaml'), 'utf8'));
-  await t.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'samples' } } });
+  t = await TestCluster.shared();
+  await t.installBerthLeaseCrd();
+  namespace = await t.namespace('samples');
 });
 
 afterAll(async () => {
@@ -50,7 +51,7 @@ describe('deploy/samples', () => {
   });
 
   it('apply to the API server (schema, CEL rules), leases before their targets', async () => {
-    const out = await kubectlOk(t, ['apply', '-n', 'samples', '-R', '-f', deployPath('samples/').pathname]);
+    const out = await kubectlOk(t, ['apply', '-n', namespace, '-R', '-f', deployPath('samples/').pathname]);
     const applied = out.trim().split('\n');
     expect(applied).toHaveLength(5);
     for (const [lease, target] of [
@@ -61,7 +62,7 @@ describe('deploy/samples', () => {
       expect(leaseAt).toBeGreaterThanOrEqual(0);
       expect(leaseAt).toBeLessThan(applied.findIndex((l) => l.startsWith(`${target} `)));
     }
-    const listed = await kubectlOk(t, ['get', 'berthleases', '-n', 'samples', '-o', 'name']);
+    const listed = await kubectlOk(t, ['get', 'berthleases', '-n', namespace, '-o', 'name']);
     expect(listed.trim().split('\n').sort()).toEqual([
       'berthlease.berth.skaphos.io/nightly-report',
       'berthlease.berth.skaphos.io/reports-singleton',

@@ -3,9 +3,9 @@
 // account: leader election, the BerthLease controller on a sample against the embedded central server, the
 // node taint guard, WorkloadAdmission with self-signed certificates (CA Secret creation, caBundle
 // reconciliation, the start-up check of the webhook configurations, the owner-chain reads on the samples),
-// and the replacement of an unusable CA Secret (the managed-workload scenario is in ./managed.ts). Each
-// scenario can be aborted (the RBAC minimality test
-// stops it at the first 403); it always stops its operator.
+// and the replacement of an unusable CA Secret (the managed-workload scenario is in ./managed.ts). The
+// cluster's own controllers, scheduler and KWOK act on what the scenarios create. Each scenario can be
+// aborted (the RBAC minimality test stops it at the first 403); it always stops its operator.
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
@@ -17,6 +17,7 @@ import {
   type KubeConfig,
   type V1ObjectMeta,
   type V1OwnerReference,
+  type V1Pod,
   type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
 import {
@@ -37,13 +38,13 @@ import {
 import { DEFAULT_TAINT_KEY } from '../../../src/nodetaint/config.ts';
 import { REARM_EVENT_REASON } from '../../../src/nodetaint/index.ts';
 import { apiFailure, apiOutcome, mergePatch } from '../../helpers/api.ts';
+import type { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import type { TestSandbox } from '../../helpers/sandbox.ts';
 import { deployPath, kubectlOk, type ManifestObject } from './install.ts';
 import { type RunningOperator, startOperator } from './operator.ts';
 
 export interface ScenarioContext {
-  t: TestSandbox;
+  t: TestCluster;
   /** The applied objects (the Deployment's configuration is read from here). */
   install: ManifestObject[];
   operatorKubeConfig: KubeConfig;
@@ -118,7 +119,7 @@ export async function withOperator(
 
 export async function createNamespace(ctx: ScenarioContext, prefix: string): Promise<string> {
   const name = `${prefix}-${ctx.run}`;
-  await ctx.t.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  await ctx.t.createNamespace(name);
   return name;
 }
 
@@ -214,16 +215,29 @@ export const nodeTaintGuard: Scenario = {
   },
 };
 
-/** Admin-side fixtures: a node and a never-Ready agent Pod on it (before the webhooks are installed). */
-export async function createGuardFixtures(t: TestSandbox): Promise<void> {
+/**
+ * Admin-side fixtures (before the webhooks are installed): a Node of no kubelet's (KWOK leaves Nodes
+ * without its label alone, so the test writes the agent's status) and a never-Ready agent Pod on it. The
+ * Pod tolerates the Node's not-ready and unreachable NoExecute taints, as a DaemonSet Pod does, so the
+ * node lifecycle controller does not evict it.
+ */
+export async function createGuardFixtures(t: TestCluster): Promise<void> {
   const core = t.kc.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: AGENT_NAMESPACE } } });
+  await t.createNamespace(AGENT_NAMESPACE);
   await core.createNode({ body: { metadata: { name: GUARD_NODE } } });
   await core.createNamespacedPod({
     namespace: AGENT_NAMESPACE,
     body: {
       metadata: { name: 'agent-guard-node', labels: { 'app.kubernetes.io/name': 'aether-agent' } },
-      spec: { nodeName: GUARD_NODE, containers: [{ name: 'agent', image: 'aether/agent:1' }] },
+      spec: {
+        nodeName: GUARD_NODE,
+        containers: [{ name: 'agent', image: 'aether/agent:1' }],
+        tolerations: ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].map((key) => ({
+          key,
+          operator: 'Exists',
+          effect: 'NoExecute',
+        })),
+      },
     },
   });
   const since = new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
@@ -285,7 +299,34 @@ export async function caCertificate(ctx: ScenarioContext): Promise<string | unde
   return pem.startsWith('-----BEGIN CERTIFICATE-----') ? pem : undefined;
 }
 
-/** Admission of the samples and of the objects their controllers would create (the owner-chain reads). */
+/**
+ * Until kube-apiserver calls the install's webhooks and trusts their certificate (it learns the Service's
+ * endpoints and the caBundle asynchronously): a dry-run Pod, which the fail-closed webhooks admit only when
+ * they answer.
+ */
+export async function admissionAnswers(ctx: ScenarioContext): Promise<void> {
+  const core = ctx.t.kc.makeApiClient(CoreV1Api);
+  await waitFor(ctx, 'the API server calls the webhooks', async () => {
+    await core.createNamespacedPod({
+      namespace: 'default',
+      dryRun: 'All',
+      body: {
+        metadata: { generateName: 'admission-probe-' },
+        spec: { containers: [{ name: 'c', image: 'busybox:1.37' }] },
+      },
+    });
+    return true;
+  });
+}
+
+const isGated = (pod: V1Pod | undefined): boolean =>
+  (pod?.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE);
+
+/**
+ * Admission of the samples and of what their controllers create (the owner-chain reads): the Deployment
+ * controller's ReplicaSet, a Pod of it (dry run: at 0 replicas its controller would delete a real one at
+ * once), a Job of the CronJob and the Job controller's Pod, gated, whose binding is refused.
+ */
 export async function admitWorkloads(ctx: ScenarioContext, namespace: string): Promise<void> {
   const apps = ctx.t.kc.makeApiClient(AppsV1Api);
   const batch = ctx.t.kc.makeApiClient(BatchV1Api);
@@ -296,61 +337,56 @@ export async function admitWorkloads(ctx: ScenarioContext, namespace: string): P
   if (deployment.metadata?.annotations?.[MANAGED_LEASE] !== 'web')
     throw new Error('the sample Deployment was not stamped by the mutating webhook');
   const web = { 'app.kubernetes.io/name': 'web' };
-  const rs = await apps.createNamespacedReplicaSet({
-    namespace,
-    body: {
-      metadata: {
-        name: 'web-1',
-        labels: web,
-        ownerReferences: ownedBy('Deployment', 'apps/v1', deployment.metadata),
-      },
-      spec: { replicas: 0, selector: { matchLabels: web }, template: podTemplate(web) },
-    },
-  });
+  const rs = await waitFor(ctx, "the Deployment's ReplicaSet", async () =>
+    (
+      await apps.listNamespacedReplicaSet({ namespace, labelSelector: 'app.kubernetes.io/name=web' })
+    ).items.find((r) => r.metadata?.ownerReferences?.some((o) => o.uid === deployment.metadata?.uid)),
+  );
+  if (rs.metadata?.annotations?.[MANAGED_LEASE] !== 'web')
+    throw new Error("the Deployment's ReplicaSet was not stamped by the mutating webhook");
   const pod = await core.createNamespacedPod({
     namespace,
+    dryRun: 'All',
     body: {
       metadata: {
-        name: 'web-1-a',
+        generateName: `${rs.metadata.name}-`,
         labels: web,
         ownerReferences: ownedBy('ReplicaSet', 'apps/v1', rs.metadata),
       },
       spec: podTemplate(web).spec!,
     },
   });
-  if (!(pod.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE))
-    throw new Error('the managed Pod was not born gated');
+  if (!isGated(pod)) throw new Error('the managed Pod was not born gated');
+  const cron = await batch.readNamespacedCronJob({ name: 'nightly-report', namespace });
+  const report = { 'app.kubernetes.io/name': 'nightly-report' };
+  await batch.createNamespacedJob({
+    namespace,
+    body: {
+      metadata: { name: 'nightly-report-1', ownerReferences: ownedBy('CronJob', 'batch/v1', cron.metadata) },
+      spec: { template: podTemplate(report, 'Never') },
+    },
+  });
+  // The Job controller's Pod stays gated: without the lease nothing lifts the gate.
+  const jobPod = await waitFor(ctx, "the Job's Pod", async () =>
+    (
+      await core.listNamespacedPod({
+        namespace,
+        labelSelector: 'batch.kubernetes.io/job-name=nightly-report-1',
+      })
+    ).items.at(0),
+  );
+  if (!isGated(jobPod)) throw new Error("the Job's Pod was not born gated");
   const binding = await apiFailure(
     core.createNamespacedPodBinding({
-      name: 'web-1-a',
+      name: jobPod.metadata?.name ?? '',
       namespace,
       body: {
-        metadata: { name: 'web-1-a', uid: pod.metadata?.uid },
+        metadata: { name: jobPod.metadata?.name, uid: jobPod.metadata?.uid },
         target: { kind: 'Node', name: GUARD_NODE },
       },
     }),
   );
   if (!binding.message.includes('still scheduling gated')) throw new Error(`binding: ${binding.message}`);
-  const cron = await batch.readNamespacedCronJob({ name: 'nightly-report', namespace });
-  const report = { 'app.kubernetes.io/name': 'nightly-report' };
-  const job = await batch.createNamespacedJob({
-    namespace,
-    body: {
-      metadata: { name: 'nightly-report-1', ownerReferences: ownedBy('CronJob', 'batch/v1', cron.metadata) },
-      spec: { suspend: true, template: podTemplate(report, 'Never') },
-    },
-  });
-  await core.createNamespacedPod({
-    namespace,
-    body: {
-      metadata: {
-        name: 'nightly-report-1-a',
-        labels: report,
-        ownerReferences: ownedBy('Job', 'batch/v1', job.metadata),
-      },
-      spec: podTemplate(report, 'Never').spec!,
-    },
-  });
   // A Pod claiming a StatefulSet controller that does not exist: the owner is read, and refused.
   const orphan = await apiFailure(
     core.createNamespacedPod({
@@ -393,6 +429,7 @@ export const admission: Scenario = {
       const readyz = await op.manager.probes.runChecks('readyz');
       if (!readyz.some((c) => c.name === 'webhook-configurations'))
         throw new Error('readiness does not check the webhook configurations');
+      await admissionAnswers(ctx);
       await admitWorkloads(ctx, namespace);
     });
   },
