@@ -23,7 +23,6 @@ COPY scripts/build.ts ./scripts/build.ts
 COPY src ./src
 COPY webhooks ./webhooks
 COPY certs ./certs
-COPY deploy/crds ./deploy/crds
 RUN node scripts/build.ts --out-dir /app/build
 
 FROM node:24.21.0-bookworm-slim

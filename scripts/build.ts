@@ -1,10 +1,9 @@
 // `npm run build [-- --out-dir DIR]`: the operator as the container image ships it — the TypeScript of src/,
 // webhooks/ and certs/ compiled to JavaScript (tsconfig.build.json: types erased, `.ts` imports rewritten
-// to `.js`, nothing down-levelled) plus the CRD manifests the code reads, laid out so that `node
-// DIR/src/main.js` runs. Running compiled JavaScript spares every process Node's type stripper (about
+// to `.js`, nothing down-levelled), laid out so that `node DIR/src/main.js` runs. Running compiled JavaScript spares every process Node's type stripper (about
 // 18 MiB of RSS, and the stripping at each start); development and the tests run the sources directly.
 import { spawnSync } from 'node:child_process';
-import { cpSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -41,7 +40,6 @@ export function build(outDir: string): string {
     throw new Error(
       `tsc -p tsconfig.build.json failed (${tsc.status ?? tsc.signal}):\n${tsc.stdout}${tsc.stderr}`,
     );
-  cpSync(join(ROOT, 'deploy/crds'), join(outDir, 'deploy/crds'), { recursive: true });
   return join(outDir, 'src/main.js');
 }
 

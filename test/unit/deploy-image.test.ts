@@ -140,19 +140,16 @@ describe('Dockerfile', () => {
       expect(existsSync(join(ROOT, src!)), `${src} exists`).toBe(true);
       expect(includedInContext(src!), `${src} is in the build context`).toBe(true);
     }
-    for (const excluded of ['node_modules', '.git', 'test', 'scripts/deploy.ts', '.sandbox', 'build'])
+    for (const excluded of ['node_modules', '.git', 'test', 'scripts/deploy.ts', '.berth-local', 'build'])
       expect(includedInContext(excluded), `${excluded} stays out`).toBe(false);
   });
 
   it('compiles every file that src/main.ts loads, and it needs no dev dependency', () => {
-    // The build stage has the sources; tsconfig.build.json compiles its `include`, and scripts/build.ts
-    // copies deploy/crds next to the output.
+    // The build stage has the sources; tsconfig.build.json compiles its `include`.
     const config = JSON.parse(text('tsconfig.build.json')) as { include: string[] };
     const copied = contextCopies(build).map(([src]) => src);
     for (const dir of config.include) expect(copied, `the build stage copies ${dir}`).toContain(dir);
-    const compiled = (file: string): boolean =>
-      config.include.some((dir) => file.startsWith(`${dir}/`)) ||
-      (file.startsWith('deploy/crds/') && copied.includes('deploy/crds'));
+    const compiled = (file: string): boolean => config.include.some((dir) => file.startsWith(`${dir}/`));
     const pkg = JSON.parse(text('package.json')) as { type?: string; dependencies: Record<string, string> };
     expect(pkg.type).toBe('module');
     const seen = new Set<string>();
