@@ -4,16 +4,9 @@
 // process, as the install's ServiceAccount, serving its webhooks to the real kube-apiserver through the
 // install's webhook Service. Dev tooling: nothing of it is in the image.
 import { createWriteStream } from 'node:fs';
-import { copyFile, mkdir, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-} from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { type ControlPlane, kubeconfigYaml, startControlPlane } from '../hack/controlplane/controlplane.ts';
 import { routeServiceHere, type ServiceRoute } from '../hack/controlplane/service-route.ts';
 import { GROUP, PLURAL, VERSION } from '../src/berth/api.ts';
@@ -24,11 +17,16 @@ import { isAlreadyExists } from '../src/kube/client.ts';
 import type { Manager } from '../src/kube/manager.ts';
 import { createLogger, type LogLevel } from '../src/observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from '../src/run.ts';
+import {
+  containerEnvironment,
+  type ManifestObject,
+  operatorContainer,
+  readInstall,
+} from './install-manifest.ts';
 
 export const OPERATOR_NAMESPACE = 'berth-system';
 export const OPERATOR_SERVICE_ACCOUNT = 'berth-operator';
 const WEBHOOK_SERVICE = 'berth-operator-webhook';
-const INSTALL = new URL('../deploy/install.yaml', import.meta.url);
 /** Objects of the install that would run the operator image. */
 const NOT_APPLIED = new Set(['Deployment', 'PodDisruptionBudget']);
 
@@ -60,16 +58,14 @@ export interface LocalSystem {
   stop(): Promise<void>;
 }
 
-/** deploy/install.yaml as objects, without what would run the image. */
-export async function installObjects(): Promise<KubernetesObject[]> {
-  return parseAllDocuments(await readFile(INSTALL, 'utf8'))
-    .map((d) => d.toJS() as KubernetesObject | null)
-    .filter((o): o is KubernetesObject => o !== null && !NOT_APPLIED.has(o.kind ?? ''));
+async function readInstallObjects(): Promise<ManifestObject[]> {
+  return (await readInstall('install.yaml')).objects;
 }
 
 async function applyInstall(kc: KubeConfig): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(kc);
-  for (const object of await installObjects()) {
+  for (const object of await readInstallObjects()) {
+    if (NOT_APPLIED.has(object.kind)) continue;
     try {
       await api.create(object);
     } catch (err) {
@@ -142,25 +138,28 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
     log('local system: applying deploy/install.yaml (without its Deployment and PodDisruptionBudget)');
     await applyInstall(admin);
     central = await startCentralServer({ logger: logger.child({ component: 'central' }) });
-    const operatorUser = `system:serviceaccount:${OPERATOR_NAMESPACE}:${OPERATOR_SERVICE_ACCOUNT}`;
-    const flags = parseFlags(runCommand, [
-      `--namespace=${OPERATOR_NAMESPACE}`,
-      `--berth-api-server=${central.url}`,
-      `--cluster-id=${options.clusterId}`,
-      '--enable-workload-admission',
-      `--workload-operator-user=${operatorUser}`,
-      `--workload-operator-namespace=${OPERATOR_NAMESPACE}`,
-      `--webhook-service-name=${WEBHOOK_SERVICE}`,
-      '--webhook-port=0',
-      '--health-probe-bind-address=127.0.0.1:0',
-      '--metrics-bind-address=127.0.0.1:0',
-      // Everything is thrown away on Ctrl-C: stop at once rather than drain and hand over.
-      '--drain-window=0s',
-      '--hand-over-wait=0s',
-      '--graceful-shutdown-timeout=2s',
-      // As the install sets it (BERTH_NODE_TAINT_GUARD), which grants the guard no RBAC.
-      '--node-taint-guard=false',
-    ]);
+    // The install's own configuration (the Deployment's arguments and environment, as the kubelet would
+    // build it), with what differs for a process on this machine instead of a Pod.
+    const objects = await readInstallObjects();
+    const container = operatorContainer(objects);
+    const installed = (container.args ?? []).filter((a) => a !== 'run');
+    const flags = parseFlags(
+      runCommand,
+      [
+        ...installed,
+        `--namespace=${OPERATOR_NAMESPACE}`,
+        `--berth-api-server=${central.url}`,
+        `--cluster-id=${options.clusterId}`,
+        '--webhook-port=0',
+        '--health-probe-bind-address=127.0.0.1:0',
+        '--metrics-bind-address=127.0.0.1:0',
+        // Everything is thrown away on Ctrl-C: stop at once rather than drain and hand over.
+        '--drain-window=0s',
+        '--hand-over-wait=0s',
+        '--graceful-shutdown-timeout=2s',
+      ],
+      containerEnvironment(objects),
+    );
     const config = parseRunConfig(flags);
     const features = parseFeatureConfigs(flags, OPERATOR_NAMESPACE);
     let markReady: () => void = () => {};

@@ -7,7 +7,7 @@ import {
   operatorContainer,
   parseManifests,
   quantityBytes,
-} from '../integration/deploy/install.ts';
+} from '../../scripts/install-manifest.ts';
 
 /** The final stage's `ENV KEY=value` settings (one per line, value optionally double-quoted). */
 export function imageEnv(dockerfile = join(process.cwd(), 'Dockerfile')): Record<string, string> {

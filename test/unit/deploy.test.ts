@@ -27,6 +27,14 @@ import {
   WEBHOOK_CONFIGURATION_NAME,
   withoutGrantedRules,
 } from '../../scripts/deploy-rbac.ts';
+import {
+  containerEnvironment,
+  find,
+  type ManifestObject,
+  operatorContainer,
+  parseManifests,
+  quantityBytes,
+} from '../../scripts/install-manifest.ts';
 import { parseFlags } from '../../src/cli.ts';
 import { parseRunConfig } from '../../src/config.ts';
 import { parseFeatureConfigs, runCommand } from '../../src/run.ts';
@@ -35,15 +43,7 @@ import {
   validatingWebhookConfiguration,
 } from '../../webhooks/configurations.ts';
 import { imageEnv, nodeOptionsInContainer } from '../helpers/image.ts';
-import {
-  containerEnvironment,
-  find,
-  type ManifestObject,
-  operatorContainer,
-  operatorRules,
-  parseManifests,
-  quantityBytes,
-} from '../integration/deploy/install.ts';
+import { operatorRules } from '../integration/deploy/install.ts';
 
 const read = async (path: string): Promise<string> => readFile(new URL(path, `file://${DEPLOY_DIR}`), 'utf8');
 const install = async (file: string): Promise<ManifestObject[]> => parseManifests(await read(file));

@@ -17,17 +17,11 @@ import {
   SERVICE_ACCOUNT,
   WEBHOOK_CONFIGURATION_NAME,
 } from '../../../scripts/deploy-rbac.ts';
+import { find, type ManifestObject, readInstall } from '../../../scripts/install-manifest.ts';
 import { jsonPatch } from '../../helpers/api.ts';
 import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
-import {
-  applyInstall,
-  find,
-  kubectlOk,
-  type ManifestObject,
-  readInstall,
-  withoutOperatorPods,
-} from './install.ts';
+import { applyInstall, kubectlOk, withoutOperatorPods } from './install.ts';
 import {
   admissionAnswers,
   admitWorkloads,

@@ -10,9 +10,10 @@ import {
   CustomObjectsApi,
   type V1ObjectMeta,
 } from '@kubernetes/client-node';
+import { deployPath } from '../../../scripts/install-manifest.ts';
 import { GROUP, LeaseState, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
 import { apiOutcome } from '../../helpers/api.ts';
-import { deployPath, kubectlOk } from './install.ts';
+import { kubectlOk } from './install.ts';
 import {
   admission,
   admissionAnswers,

@@ -4,13 +4,17 @@
 // or metrics port, a free webhook port, the central URL, short grace periods, which features run). The
 // install's webhook Service is routed to its admission server, as the endpoints of its Pod would be.
 import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  containerEnvironment,
+  type ManifestObject,
+  operatorContainer,
+} from '../../../scripts/install-manifest.ts';
 import { parseFlags } from '../../../src/cli.ts';
 import { parseRunConfig } from '../../../src/config.ts';
 import type { LifecycleEvent, Manager } from '../../../src/kube/manager.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from '../../../src/run.ts';
 import type { ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
-import { containerEnvironment, type ManifestObject, operatorContainer } from './install.ts';
 
 export interface RunningOperator {
   manager: Manager;

@@ -15,6 +15,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_CONFIGURATION_NAME } from '../../../scripts/deploy-rbac.ts';
+import { type ManifestObject, readInstall } from '../../../scripts/install-manifest.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
@@ -25,10 +26,8 @@ import {
   applyInstall,
   describeRule,
   type GrantedRule,
-  type ManifestObject,
   objectIds,
   operatorRules,
-  readInstall,
   renderOverlay,
   withoutOperatorPods,
 } from './install.ts';

@@ -4,9 +4,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deployPath, parseManifests } from '../../../scripts/install-manifest.ts';
 import { type SpecInput, validateSpec } from '../../../src/berth/api.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
-import { deployPath, kubectlOk, parseManifests } from './install.ts';
+import { kubectlOk } from './install.ts';
 
 let t: TestCluster;
 let namespace: string;

@@ -27,6 +27,7 @@ import {
   OPERATOR_NAMESPACE,
   WEBHOOK_CONFIGURATION_NAME,
 } from '../../../scripts/deploy-rbac.ts';
+import { deployPath, type ManifestObject } from '../../../scripts/install-manifest.ts';
 import {
   GROUP,
   LeaseState,
@@ -40,7 +41,7 @@ import { REARM_EVENT_REASON } from '../../../src/nodetaint/index.ts';
 import { apiFailure, apiOutcome, mergePatch } from '../../helpers/api.ts';
 import type { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { deployPath, kubectlOk, type ManifestObject } from './install.ts';
+import { kubectlOk } from './install.ts';
 import { type RunningOperator, startOperator } from './operator.ts';
 
 export interface ScenarioContext {
