@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects: `unit` (pure logic, no cluster), `integration` and `e2e` (real components against the
-// real control plane: test/setup/controlplane.ts starts a shared one; files needing their own start it).
+// Three projects: `unit` (pure logic, no cluster), `integration` (real components against the real control
+// plane: test/setup/controlplane.ts starts a shared one; files needing their own start it) and `e2e`
+// (scenarios on control planes of each file's own, or on the clusters named by E2E_KUBECONFIG*).
 export default defineConfig({
   test: {
     pool: 'forks',
@@ -22,6 +23,20 @@ export default defineConfig({
           globalSetup: ['test/setup/controlplane.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          // Each file starts its own control planes (test/e2e/env.ts); this builds their binaries first.
+          globalSetup: ['test/e2e/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          // External clusters (E2E_KUBECONFIG) are shared by every file, and each file's operator covers
+          // every namespace: one file at a time there.
+          ...(process.env.E2E_KUBECONFIG ? { maxWorkers: 1 } : {}),
         },
       },
     ],

@@ -38,6 +38,8 @@ export interface ControlPlaneOptions {
   keepDir?: boolean;
   /** Extra kube-apiserver flags (`--name=value`), after the defaults. */
   apiServerFlags?: readonly string[];
+  /** Extra kube-controller-manager flags (`--name=value`), after the defaults. */
+  controllerManagerFlags?: readonly string[];
 }
 
 export interface ControlPlane {
@@ -381,6 +383,7 @@ async function startOnce(
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       '--kube-api-qps=100',
       '--kube-api-burst=200',
+      ...(options.controllerManagerFlags ?? []),
     ]);
     start('kube-scheduler', binaries.bin['kube-scheduler'], [
       `--kubeconfig=${schedulerKubeconfig}`,

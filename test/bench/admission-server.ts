@@ -1,7 +1,7 @@
 // The admission benchmark's server process (started by admission.ts, pinned to its own core):
 //   floor  — a raw node:https server on the same TLS settings that parses the body and answers a fixed
 //            allow review echoing the uid (the floor for Node);
-//   berth  — the AdmissionServer with kubeWorkloadAdmission's handlers reading the sandbox through
+//   berth  — the AdmissionServer with kubeWorkloadAdmission's handlers reading the API server through
 //            BENCH_KUBECONFIG, logging at info to /dev/null as deployed.
 // Env: BENCH_MODE, BENCH_CERT, BENCH_KEY (PEM files), BENCH_KUBECONFIG (berth). Prints `port <n>` on
 // stdout; answers each stdin line `reads` with `reads <api reads total> <reviews answered total> <reviews in flight>`.

@@ -3,16 +3,14 @@
 // in one run. Each backend is served by an in-process central server over plain HTTP with keep-alive
 // connections and a fixed number of requests in flight, so the figures compare the stores, not TLS.
 // Backends: mem, postgres (BERTH_TEST_PG_DSN, or a throwaway cluster started by .ci/postgres.sh;
-// skipped with a warning when neither works), k8s against the sandbox API server with the default
-// client-side limit (500 qps / burst 1000) and without it (qps 0). PostgreSQL and the sandbox run in
-// their own processes, as a database and an API server would; client and central server share this one.
+// skipped with a warning when neither works), k8s against a real kube-apiserver and etcd on this machine
+// (hack/controlplane; the store acts as the admin) with the default client-side limit (500 qps / burst
+// 1000) and without it (qps 0). PostgreSQL and the control plane run in their own processes, as a
+// database and an API server would; client and central server share this one. The k8s figures are those
+// of a real API server (etcd writes, admission, authorization), no longer of the in-memory sandbox.
 // Baseline in the same run: the lease manager on the memory store called directly, no HTTP (the floor).
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { K8sLeaseStore } from '../../src/central/k8sstore.ts';
 import { LeaseManager } from '../../src/central/manager.ts';
 import { MemoryStore } from '../../src/central/memstore.ts';
@@ -21,41 +19,7 @@ import { startCentralServer } from '../../src/central/server.ts';
 import type { Store } from '../../src/central/store.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { testPostgres } from '../integration/central/postgres.ts';
-
-/** `berth-operator sandbox` in a child process; resolves once its kubeconfig is written. */
-export async function sandboxProcess(): Promise<{ kc: KubeConfig; stop(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'berth-bench-sandbox-'));
-  const kubeconfig = join(dir, 'kubeconfig');
-  const child = spawn(
-    join(process.cwd(), 'node_modules/.bin/node'),
-    [join(process.cwd(), 'src/main.ts'), 'sandbox', '--kubeconfig', kubeconfig],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('kubeconfig:')) resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`sandbox exited with ${code}`)));
-    });
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  return {
-    kc,
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
+import { adminKubeConfig, benchControlPlane, describeServer } from './controlplane.ts';
 
 export interface CentralBenchOptions {
   sizes: number[];
@@ -183,7 +147,7 @@ async function measure(
   target: Target,
   sizes: number[],
   concurrency: number,
-  out: Record<string, number>,
+  out: Record<string, number | string>,
   log: (msg: string) => void,
 ): Promise<void> {
   try {
@@ -214,9 +178,9 @@ async function measure(
 export async function benchCentral(
   opts: CentralBenchOptions,
   log: (msg: string) => void,
-): Promise<Record<string, number>> {
+): Promise<Record<string, number | string>> {
   const concurrency = opts.concurrency ?? 32;
-  const out: Record<string, number> = { concurrency };
+  const out: Record<string, number | string> = { concurrency };
   await measure('baseline_manager_mem', managerTarget(), opts.sizes, concurrency, out, log);
   await measure('mem', await httpTarget(new MemoryStore(), concurrency), opts.sizes, concurrency, out, log);
 
@@ -238,9 +202,10 @@ export async function benchCentral(
     log(`central: postgres skipped: ${pg.reason}`);
   }
 
-  const sandbox = await sandboxProcess();
+  const cp = await benchControlPlane();
   try {
-    const kc = sandbox.kc;
+    out.k8s_server = describeServer(cp);
+    const kc = adminKubeConfig(cp);
     const core = kc.makeApiClient(CoreV1Api);
     for (const [name, qps] of [
       ['k8s_default_limits', undefined],
@@ -251,7 +216,7 @@ export async function benchCentral(
       await measure(name, await httpTarget(store, concurrency), opts.sizes, concurrency, out, log);
     }
   } finally {
-    await sandbox.stop();
+    await cp.stop();
   }
   return out;
 }

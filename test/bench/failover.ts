@@ -1,5 +1,6 @@
-// Failover benchmark: operator processes (`berth-operator run --leader-elect`, as deployed) against sandbox
-// clusters, killed the two ways a replica goes away.
+// Failover benchmark: operator processes (`berth-operator run --leader-elect`, as deployed) against real
+// control planes (OperatorCluster: kube-apiserver, etcd, the controllers, the scheduler and KWOK Nodes, whose
+// Pods run as soon as they are bound), killed the two ways a replica goes away.
 //   leader_graceful  SIGTERM of the leader (it releases its Lease on the way out) until the standby
 //                    replica's first BerthLease reconcile (its controller_runtime_reconcile_total > 0);
 //   leader_crash     SIGKILL of the leader (the Lease has to expire) until the standby's first reconcile;
@@ -8,13 +9,15 @@
 //                    of the other cluster is created and ungated.
 // Targets: crash <= lease duration + retry period; graceful <= 4 s; managed <= TTL + heartbeat + 2 s.
 // Timings are polled every 20 ms. The full run uses the default leader-election durations (15 s / 10 s /
-// 2 s) and the default lease TTL / heartbeat (30 s / 10 s); --quick shorter ones.
+// 2 s) and the default lease TTL / heartbeat (30 s / 10 s); --quick shorter ones. The managed figures now
+// include the real Deployment and ReplicaSet controllers, which create the Pods the operator ungates.
 import { AppsV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
-import { appDeployment, deploymentLease, FAST_SIMULATOR, GATE } from '../integration/managed/harness.ts';
+import { appDeployment, deploymentLease, GATE } from '../integration/managed/harness.ts';
 import { NS, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
+import { stopAtExit } from './controlplane.ts';
 
 type Figures = Record<string, number | string | boolean>;
 
@@ -80,6 +83,7 @@ async function replica(
 async function leaderFailover(o: FailoverBenchOptions, log: (msg: string) => void): Promise<Figures> {
   const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
   const cluster = await OperatorCluster.start();
+  stopAtExit(cluster.t.controlPlane);
   const ops: OperatorProcess[] = [];
   try {
     const ids = { url: central.url, clusterId: 'bench-east' };
@@ -155,7 +159,8 @@ async function managedFailover(o: FailoverBenchOptions, log: (msg: string) => vo
   const ops = new Map<OperatorCluster, OperatorProcess>();
   try {
     for (const id of ['east', 'west']) {
-      const cluster = await OperatorCluster.start({ simulateWorkloads: true, simulator: FAST_SIMULATOR });
+      const cluster = await OperatorCluster.start();
+      stopAtExit(cluster.t.controlPlane);
       clusters.push(cluster);
       const op = await replica(cluster, `managed-${id}`, [], { url: central.url, clusterId: id });
       ops.set(cluster, op);
@@ -224,10 +229,12 @@ export async function benchFailover(o: FailoverBenchOptions, log: (msg: string) 
     managed_heartbeat_seconds: o.heartbeatSeconds,
     managed_replicas: o.replicas,
     poll_interval_ms: POLL_MS,
+    api_server:
+      'real control planes (OperatorCluster: kube-apiserver, etcd, controllers, scheduler, KWOK Nodes); the operators reach them as their ServiceAccount through an ApiProxy in this process',
   };
   Object.assign(out, await leaderFailover(o, log));
   if (o.managed) Object.assign(out, await managedFailover(o, log));
-  else out.managed_skipped = 'left out of --quick (two sandboxes and two operators take too long)';
+  else out.managed_skipped = 'left out of --quick (two control planes and two operators take too long)';
   const within = (key: string, limit: number): string => ((out[key] as number) <= limit ? 'met' : 'missed');
   out.target_crash_within_lease_duration_plus_retry_period = within(
     'leader_crash_to_first_reconcile_seconds',

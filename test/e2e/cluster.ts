@@ -1,6 +1,7 @@
-// A cluster under test (E2E_KUBECONFIG, E2E_KUBECONFIG_2): typed clients and kubectl as the kubeconfig's
-// user (an admin, e.g. kind's), the BerthLease CRD, throwaway namespaces, and a cleanup list that runs in
-// reverse order at the end so that the suite leaves nothing behind in a cluster it does not own.
+// A cluster under test (E2E_KUBECONFIG, E2E_KUBECONFIG_2, or a control plane of the file's own): typed
+// clients and kubectl as the kubeconfig's user (an admin, e.g. kind's), the BerthLease CRD, throwaway
+// namespaces, and a cleanup list that runs in reverse order at the end so that the suite leaves nothing
+// behind in a cluster it does not own.
 import { execFile } from 'node:child_process';
 import {
   AdmissionregistrationV1Api,
@@ -86,9 +87,17 @@ export class E2eCluster {
     this.#cleanups.push({ what, run });
   }
 
+  /**
+   * Creates namespace `name`, ready for Pods: the ServiceAccount admission plugin refuses them until
+   * kube-controller-manager has created the namespace's `default` account.
+   */
   async createNamespace(name: string): Promise<void> {
     await this.core.createNamespace({ body: { metadata: { name, labels: { [RUN_LABEL]: RUN_ID } } } });
     this.onCleanup(`namespace ${name}`, () => this.core.deleteNamespace({ name }).catch(unlessGone));
+    await eventually(() => this.core.readNamespacedServiceAccount({ namespace: name, name: 'default' }), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
   }
 
   /**

@@ -1,6 +1,7 @@
-// The lease-only scenario against a real cluster (E2E_KUBECONFIG): the operator runs out of cluster with
-// the cluster's kubeconfig and an embedded central lease server on this machine, installs nothing but the
-// BerthLease CRD (if missing) and a throwaway namespace, and removes what it created.
+// The lease-only scenario against a real cluster (E2E_KUBECONFIG, or a control plane of this file's own):
+// the operator runs out of cluster with the cluster's kubeconfig and an embedded central lease server on
+// this machine, installs nothing but the BerthLease CRD (if missing) and a throwaway namespace, and removes
+// what it created.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
 import { parseFlags } from '../../src/cli.ts';
@@ -11,7 +12,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { buildOperator, parseFeatureConfigs, runCommand } from '../../src/run.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
-import { e2eEnv, skipReason } from './env.ts';
+import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
 
 const skip = skipReason('the lease-only scenario', ['kubeconfig']);
 
@@ -19,13 +20,15 @@ const NS = `berth-e2e-${RUN_ID}`;
 const LEASE = berthLeaseRef(NS);
 
 describe.skipIf(skip)('lease-only BerthLease on a real cluster', () => {
+  let target: E2eTarget | undefined;
   let cluster: E2eCluster;
   let central: CentralServer;
   let manager: Manager;
   let done: Promise<unknown>;
 
   beforeAll(async () => {
-    cluster = new E2eCluster('cluster', e2eEnv.kubeconfig);
+    target = await e2eTarget(1);
+    cluster = new E2eCluster('cluster', target.kubeconfigs[0]!);
     await cluster.installCrd();
     await cluster.createNamespace(NS);
     central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
@@ -54,6 +57,7 @@ describe.skipIf(skip)('lease-only BerthLease on a real cluster', () => {
     await central?.stop();
     const failed = (await cluster?.cleanup()) ?? [];
     if (failed.length > 0) console.warn(`e2e cleanup left something behind:\n${failed.join('\n')}`);
+    await target?.stop();
   });
 
   it('holds the lease, then releases it and clears the finalizer on deletion', async () => {

@@ -1,13 +1,13 @@
-// Managed workloads on a real cluster (E2E_KUBECONFIG, E2E_WEBHOOK_HOST): the operator runs out of
-// cluster as its own service account (operator.ts), with its fail-closed webhooks called by the cluster's
-// API server, against an embedded central lease server on this machine. The other cluster of a
-// cross-cluster singleton is played on the central API by a second holder (remote-holder.ts): two
-// operators cannot share one cluster (each BerthLease controller and each pair of webhooks covers every
-// namespace, and the central lease is keyed by the BerthLease's namespace), so the real two-operator
-// failover is two-clusters.test.ts, which needs a second cluster. Scenarios of reference/berth-spec.md
-// §6.2: 36 (Pods really run only while held; late Pods stay gated; CronJob Jobs are stopped and removed
-// before the release), 24/25 (what admission refuses), 31 (no activation while not held), 41-43 and 46
-// (standby, failover, rejoin, deletion), 22 (CronJob cleanup).
+// Managed workloads on a real cluster (E2E_KUBECONFIG and E2E_WEBHOOK_HOST, or a control plane of this
+// file's own): the operator runs out of cluster as its own service account (operator.ts), with its
+// fail-closed webhooks called by the cluster's API server, against an embedded central lease server on
+// this machine. The other cluster of a cross-cluster singleton is played on the central API by a second
+// holder (remote-holder.ts): two operators cannot share one cluster (each BerthLease controller and each
+// pair of webhooks covers every namespace, and the central lease is keyed by the BerthLease's namespace),
+// so the real two-operator failover is two-clusters.test.ts, which needs a second cluster. Scenarios of
+// reference/berth-spec.md §6.2: 36 (Pods really run only while held; late Pods stay gated; CronJob Jobs
+// are stopped and removed before the release), 24/25 (what admission refuses), 31 (no activation while
+// not held), 41-43 and 46 (standby, failover, rejoin, deletion), 22 (CronJob cleanup).
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -22,7 +22,7 @@ import { type CentralServer, startCentralServer } from '../../src/central/server
 import { createLogger } from '../../src/observability/logger.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { E2eCluster, mergePatch, RUN_ID } from './cluster.ts';
-import { e2eEnv, skipReason } from './env.ts';
+import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
 import { E2eOperator } from './operator.ts';
 import { RemoteHolder } from './remote-holder.ts';
 import { isGated, isRunning, PodWatch, Timeline } from './timeline.ts';
@@ -53,6 +53,7 @@ const DENIED = (webhook: 'mutate' | 'validate') =>
   `admission webhook "${webhook}-workloads.berth.skaphos.io" denied the request: `;
 
 describe.skipIf(skip)('managed workloads on a real cluster', () => {
+  let target: E2eTarget | undefined;
   let cluster: E2eCluster;
   let operator: E2eOperator;
   let central: CentralServer;
@@ -76,14 +77,15 @@ describe.skipIf(skip)('managed workloads on a real cluster', () => {
     (await pods(cluster, NS, `app=${app}`)).filter(isRunning);
 
   beforeAll(async () => {
-    cluster = new E2eCluster('east', e2eEnv.kubeconfig);
+    target = await e2eTarget(1);
+    cluster = new E2eCluster('east', target.kubeconfigs[0]!);
     await cluster.installCrd();
     await cluster.createNamespace(NS);
     central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
     operator = await E2eOperator.install(cluster, {
       prefix: PREFIX,
       appNamespaces: [NS],
-      webhookHost: e2eEnv.webhookHost,
+      webhookHost: target.webhookHost,
     });
     cluster.onCleanup('operator', () => operator.stop());
     // First of all at cleanup: the running operator drains and releases what is left.
@@ -99,6 +101,7 @@ describe.skipIf(skip)('managed workloads on a real cluster', () => {
     await watch?.stop();
     await central?.stop();
     if (failed.length > 0) console.warn(`e2e cleanup left something behind:\n${failed.join('\n')}`);
+    await target?.stop();
   });
 
   it('stamps a managed Deployment, creates its Pods gated and ungates them once this cluster holds the lease', async () => {

@@ -6,9 +6,10 @@
 //   the API server as `system:serviceaccount:<ns>:<sa>`, the only user its webhooks let ungate Pods;
 // - WorkloadAdmission served on this machine (--cert-mode files, a throwaway CA with the address in the
 //   certificate) and Mutating/Validating configurations built by webhooks/configurations.ts with two
-//   changes: `clientConfig.url` to E2E_WEBHOOK_HOST instead of the in-cluster Service, and a
-//   namespaceSelector narrowed to the test namespaces, so that the fail-closed webhooks never stand in
-//   the way of the rest of the cluster (nor lock it if the run is killed before its cleanup).
+//   changes: `clientConfig.url` to the webhook host (E2E_WEBHOOK_HOST, or this machine's address for
+//   control planes of the file's own) instead of the in-cluster Service, and a namespaceSelector narrowed
+//   to the test namespaces, so that the fail-closed webhooks never stand in the way of the rest of the
+//   cluster (nor lock it if the run is killed before its cleanup).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';

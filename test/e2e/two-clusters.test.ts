@@ -1,7 +1,8 @@
 // The cross-cluster singleton with a real operator in each of two clusters (E2E_KUBECONFIG and
-// E2E_KUBECONFIG_2, e.g. two kind clusters; both reach this machine at E2E_WEBHOOK_HOST). The same
-// BerthLease and Deployment are applied to both, in a namespace of the same name (the central lease is
-// keyed by namespace and leaseName), and both operators share the embedded central lease server.
+// E2E_KUBECONFIG_2, e.g. two kind clusters that both reach this machine at E2E_WEBHOOK_HOST, or two
+// control planes of this file's own). The same BerthLease and Deployment are applied to both, in a
+// namespace of the same name (the central lease is keyed by namespace and leaseName), and both operators
+// share the embedded central lease server.
 // Scenarios of reference/berth-spec.md §6.2: 41 (exactly one cluster runs the replicas), 42 (the holder's
 // operator stops: the other cluster takes over, and the holder's Pods are gone before any Pod there is
 // ungated), 43 (the stopped operator rejoins as standby), 46 (deleting the BerthLease on the holder
@@ -13,7 +14,7 @@ import { type CentralServer, startCentralServer } from '../../src/central/server
 import { createLogger } from '../../src/observability/logger.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
-import { e2eEnv, skipReason } from './env.ts';
+import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
 import { E2eOperator } from './operator.ts';
 import { PodWatch, Timeline } from './timeline.ts';
 import { createLease, deployment, deploymentLease, leaseWhen, readLease, until } from './workloads.ts';
@@ -30,6 +31,7 @@ const idOf = (name: Name): string => `e2e-${name}`;
 const otherOf = (name: Name): Name => (name === 'east' ? 'west' : 'east');
 
 describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
+  let target: E2eTarget | undefined;
   let central: CentralServer;
   const timeline = new Timeline();
   const clusters = new Map<Name, { cluster: E2eCluster; operator: E2eOperator }>();
@@ -43,8 +45,9 @@ describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
 
   beforeAll(async () => {
     central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
-    const paths: Record<Name, string> = { east: e2eEnv.kubeconfig, west: e2eEnv.kubeconfig2 };
-    const both = NAMES.map((name) => new E2eCluster(name, paths[name]));
+    target = await e2eTarget(2);
+    const { kubeconfigs, webhookHost } = target;
+    const both = NAMES.map((name, i) => new E2eCluster(name, kubeconfigs[i]!));
     const servers = both.map((c) => c.kc.getCurrentCluster()?.server);
     if (servers[0] === servers[1])
       throw new Error(
@@ -59,7 +62,7 @@ describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
       const operator = await E2eOperator.install(cluster, {
         prefix: `${PREFIX}-${name}`,
         appNamespaces: [NS],
-        webhookHost: e2eEnv.webhookHost,
+        webhookHost,
       });
       cluster.onCleanup('operator', () => operator.stop());
       cluster.onCleanup('BerthLeases', () => cluster.removeBerthLeases(NS));
@@ -78,6 +81,7 @@ describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
     }
     await central?.stop();
     if (failed.length > 0) console.warn(`e2e cleanup left something behind:\n${failed.join('\n')}`);
+    await target?.stop();
   });
 
   it('runs the replicas in exactly one cluster, through a failover, a rejoin and a deletion', async () => {
