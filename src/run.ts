@@ -73,7 +73,7 @@ export interface OperatorDeps {
   namespace: string;
   logger: Logger;
   features: FeatureConfigs;
-  /** Embedding (the sandbox's --with-operator): learn the manager's lifecycle steps. */
+  /** Embedding (npm start's local system, tests): learn the manager's lifecycle steps. */
   onLifecycle?: (event: LifecycleEvent) => void;
   /** Embedding: learn the admission server's bound port (--webhook-port 0 picks a free one). */
   onWebhookListening?: (port: number) => void;

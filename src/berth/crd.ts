@@ -1,4 +1,4 @@
-// The BerthLease CRD as shipped in deploy/crds (the one manifest the install, the sandbox and tests use).
+// The BerthLease CRD as shipped in deploy/crds (the one manifest the install and the tests use).
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';

@@ -1,6 +1,6 @@
 // startCentralServer(): the embedded central lease API (HTTPS, or plain HTTP when no certificate is
 // given, for tests), its TTL collector, the cached readiness probe and an optional plain-HTTP metrics
-// listener. Used by `berth-operator central`, by tests, and by the sandbox.
+// listener. Used by `berth-operator central`, by tests, and by `npm start`'s local system.
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
