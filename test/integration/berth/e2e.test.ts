@@ -1,4 +1,4 @@
-// End to end: two sandboxes ("clusters" east and west, operators `cluster-east` / `cluster-west`, each a
+// End to end: two control planes ("clusters" east and west, operators `cluster-east` / `cluster-west`, each a
 // Manager running the BerthLease controller leader-only, configured through the real flags) and one
 // embedded central lease server. The same BerthLease is applied to both. A sampler reads both statuses
 // continuously and checks that no two clusters ever claim the lease at once (a claim: `held` with the

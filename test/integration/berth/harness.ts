@@ -1,5 +1,9 @@
+// The lease-only BerthLease controller against a real control plane, of its own when it runs the
+// controller (which reconciles BerthLeases in every namespace), else the run's shared one with namespaces
+// of its own: the CRD, the lease and operator namespaces, the least-privilege RBAC bound to the operator's
+// service account, whose requests go through an ApiProxy (faults, counting), and the embedded central
+// lease server over HTTP.
 import {
-  CoreV1Api,
   CustomObjectsApi,
   EventsV1Api,
   type EventsV1Event,
@@ -9,7 +13,6 @@ import {
 import type { Registry } from 'prom-client';
 import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import {
   type AcquireResult,
   HttpLeaseClient,
@@ -22,15 +25,17 @@ import { MemoryStore } from '../../../src/central/memstore.ts';
 import type { LeaseKey, LeaseRecord } from '../../../src/central/record.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import type { Store } from '../../../src/central/store.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
+import { isNotFound, KubeTransport } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import type { ReconcileContext } from '../../../src/kube/controller.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { type ServiceAccountUser, TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
+/** The lease and operator namespaces on a cluster of its own (Cluster.start). */
 export const LEASE_NS = 'team-a';
 export const OPERATOR_NS = 'berth-system';
 export const SERVICE_ACCOUNT = 'berth-operator';
@@ -48,51 +53,116 @@ export const spec = (over: Partial<BerthLeaseSpec> = {}): BerthLeaseSpec => ({
 const silent = (): Logger => createLogger({ level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' });
 
 export class Cluster {
-  readonly t: TestSandbox;
+  readonly t: TestCluster;
+  /** In front of the API server for the operator's clients only (operatorKubeConfig). */
+  readonly proxy: ApiProxy;
+  /** The operator's service account (a TokenRequest token). */
+  readonly operator: ServiceAccountUser;
   readonly custom: CustomObjectsApi;
   readonly events: EventsV1Api;
   readonly name: string;
+  /** Where the BerthLeases live. */
+  readonly leaseNs: string;
+  /** The operator's namespace (its service account's). */
+  readonly operatorNs: string;
+  readonly operatorUser: string;
 
-  private constructor(t: TestSandbox, name: string) {
+  private constructor(
+    t: TestCluster,
+    proxy: ApiProxy,
+    operator: ServiceAccountUser,
+    name: string,
+    namespaces: { lease: string; operator: string },
+  ) {
     this.t = t;
+    this.proxy = proxy;
+    this.operator = operator;
     this.name = name;
+    this.leaseNs = namespaces.lease;
+    this.operatorNs = namespaces.operator;
+    this.operatorUser = operator.username;
     this.custom = t.kc.makeApiClient(CustomObjectsApi);
     this.events = t.kc.makeApiClient(EventsV1Api);
   }
 
-  /** A sandbox with RBAC enforced, the BerthLease CRD, the lease and operator namespaces and RBAC. */
+  /**
+   * A control plane of its own (no KWOK Nodes: lease-only leases run no Pods), for suites that run the
+   * controller: namespaces LEASE_NS and OPERATOR_NS.
+   */
   static async start(name = 'cluster'): Promise<Cluster> {
-    const t = await startTestSandbox({ rbac: true });
+    const t = await TestCluster.own({ nodes: 0 });
     try {
-      await installBerthLeaseCrd(t.kc);
-      const core = t.kc.makeApiClient(CoreV1Api);
-      for (const ns of [LEASE_NS, OPERATOR_NS])
-        await core.createNamespace({ body: { metadata: { name: ns } } });
-      const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
-      const [role, binding] = berthLeaseRbacObjects({
-        name: 'berth-operator-berthlease',
-        serviceAccount: { namespace: OPERATOR_NS, name: SERVICE_ACCOUNT },
-      });
-      await rbac.createClusterRole({ body: role });
-      await rbac.createClusterRoleBinding({ body: binding });
-      const cluster = new Cluster(t, name);
-      await eventually(async () => {
-        await cluster.custom.listNamespacedCustomObject({ ...cluster.ref() });
-        return true;
-      });
-      return cluster;
+      for (const ns of [LEASE_NS, OPERATOR_NS]) await t.createNamespace(ns);
+      return await Cluster.#setUp(
+        t,
+        name,
+        { lease: LEASE_NS, operator: OPERATOR_NS },
+        'berth-operator-berthlease',
+      );
     } catch (err) {
       await t.stop();
       throw err;
     }
   }
 
-  ref(): { group: string; version: string; plural: string; namespace: string } {
-    return { group: GROUP, version: VERSION, plural: PLURAL, namespace: LEASE_NS };
+  /**
+   * The run's shared control plane, for suites that call the reconciler directly (no controller runs):
+   * namespaces and RBAC objects of their own, removed at stop().
+   */
+  static async shared(name = 'cluster'): Promise<Cluster> {
+    const t = await TestCluster.shared();
+    try {
+      const namespaces = { lease: await t.namespace('team-a'), operator: await t.namespace('berth-system') };
+      return await Cluster.#setUp(t, name, namespaces, uniqueName('berth-operator-berthlease'));
+    } catch (err) {
+      await t.stop();
+      throw err;
+    }
   }
 
+  /** The CRD, the operator's RBAC (in effect once this resolves), its service account and the proxy. */
+  static async #setUp(
+    t: TestCluster,
+    name: string,
+    namespaces: { lease: string; operator: string },
+    rbacName: string,
+  ): Promise<Cluster> {
+    await t.installBerthLeaseCrd();
+    const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
+    const [role, binding] = berthLeaseRbacObjects({
+      name: rbacName,
+      serviceAccount: { namespace: namespaces.operator, name: SERVICE_ACCOUNT },
+    });
+    const gone = (err: unknown): void => {
+      if (!isNotFound(err)) throw err;
+    };
+    await rbac.createClusterRole({ body: role });
+    t.onCleanup(`ClusterRole ${rbacName}`, () => rbac.deleteClusterRole({ name: rbacName }).catch(gone));
+    await rbac.createClusterRoleBinding({ body: binding });
+    t.onCleanup(`ClusterRoleBinding ${rbacName}`, () =>
+      rbac.deleteClusterRoleBinding({ name: rbacName }).catch(gone),
+    );
+    const operator = await t.serviceAccount(namespaces.operator, SERVICE_ACCOUNT);
+    const proxy = await ApiProxy.start(t);
+    const cluster = new Cluster(t, proxy, operator, name, namespaces);
+    try {
+      // The RBAC authorizer sees the new binding through its informer, a moment after the write.
+      const asOperator = operator.kc.makeApiClient(CustomObjectsApi);
+      await eventually(() => asOperator.listNamespacedCustomObject({ ...cluster.ref() }));
+      return cluster;
+    } catch (err) {
+      await proxy.stop();
+      throw err;
+    }
+  }
+
+  ref(): { group: string; version: string; plural: string; namespace: string } {
+    return { group: GROUP, version: VERSION, plural: PLURAL, namespace: this.leaseNs };
+  }
+
+  /** The operator's service account, through the proxy (so that tests see and fault its requests). */
   operatorKubeConfig(): KubeConfig {
-    return kubeConfigFrom(this.t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig);
+    return this.t.kubeConfigFor(this.proxy.kubeconfigFor(this.operator.kubeconfig));
   }
 
   async createLease(name: string, leaseSpec: BerthLeaseSpec): Promise<BerthLease> {
@@ -109,7 +179,7 @@ export class Cluster {
     try {
       return parseBerthLease(await this.custom.getNamespacedCustomObject({ ...this.ref(), name }));
     } catch (err) {
-      if ((err as { code?: number }).code === 404) return undefined;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }
@@ -126,13 +196,14 @@ export class Cluster {
 
   /** Events about a BerthLease, oldest first. */
   async leaseEvents(name: string): Promise<EventsV1Event[]> {
-    const list = await this.events.listNamespacedEvent({ namespace: LEASE_NS });
+    const list = await this.events.listNamespacedEvent({ namespace: this.leaseNs });
     return list.items
       .filter((e) => e.regarding?.kind === 'BerthLease' && e.regarding.name === name)
       .sort((a, b) => String(a.eventTime).localeCompare(String(b.eventTime)));
   }
 
   async stop(): Promise<void> {
+    await this.proxy.stop();
     await this.t.stop();
   }
 }
@@ -296,7 +367,7 @@ export function createOperator(cluster: Cluster, o: OperatorOptions): Operator {
     transport,
     leaseClient: central,
     clusterIdentity: o.clusterId,
-    operatorNamespace: o.operatorNamespace ?? OPERATOR_NS,
+    operatorNamespace: o.operatorNamespace ?? cluster.operatorNs,
     recorder,
     registry,
     logger,
@@ -311,8 +382,8 @@ export function createOperator(cluster: Cluster, o: OperatorOptions): Operator {
     recorder,
     reconcile: (name, signal) =>
       controller.reconciler.reconcile(
-        `${LEASE_NS}/${name}`,
-        reconcileContext(LEASE_NS, name, logger, signal),
+        `${cluster.leaseNs}/${name}`,
+        reconcileContext(cluster.leaseNs, name, logger, signal),
       ),
     metric: (name, labels = {}) => sumMetric(registry, name, labels),
     async start() {

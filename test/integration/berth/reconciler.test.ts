@@ -1,6 +1,7 @@
-// The reconciler scenarios of spec §6.2 items 1-14 that apply to lease-only leases, against the sandbox
-// API server (CRD with CEL, status subresource, resourceVersion conflicts, finalizers, RBAC enforced)
-// and the embedded central lease server over HTTP. The reconciler and the central server share one
+// The reconciler scenarios of spec §6.2 items 1-14 that apply to lease-only leases, against the real
+// kube-apiserver (CRD with CEL, status subresource, resourceVersion conflicts, finalizers, RBAC) and the
+// embedded central lease server over HTTP. No controller runs here: the file uses the run's shared
+// control plane, with namespaces of its own. The reconciler and the central server share one
 // ManualClock, so TTLs and requeues are decided without sleeping; reconciles are run one at a time
 // (as the Go tests call Reconcile), the controller itself is exercised in controller.test.ts.
 import { createServer, type Server } from 'node:http';
@@ -15,26 +16,17 @@ import { findCondition, formatTime } from '../../../src/berth/status.ts';
 import { KubeTransport } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
-import {
-  type Central,
-  Cluster,
-  createOperator,
-  LEASE_NS,
-  OPERATOR_USER,
-  type Operator,
-  spec,
-  startCentral,
-} from './harness.ts';
+import { type Central, Cluster, createOperator, type Operator, spec, startCentral } from './harness.ts';
 
 let cluster: Cluster;
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
-  cluster = await Cluster.start('east');
+  cluster = await Cluster.shared('east');
 });
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
-  cluster.t.sandbox.faults.clear();
+  cluster.proxy.clear();
 });
 afterAll(async () => {
   await cluster?.stop();
@@ -86,7 +78,7 @@ async function forceDelete(name: string): Promise<void> {
   await cluster.deleteLease(name).catch(() => {});
 }
 
-describe('BerthLease reconciler against the sandbox and the central server', () => {
+describe('BerthLease reconciler against the API server and the central server', () => {
   it('1. a missing object gives an empty result and no error', async () => {
     const { op } = await world();
     expect(await op.reconcile('does-not-exist')).toEqual({});
@@ -151,7 +143,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
 
   it('4. standby: waiting, the other holder, token 0; requeue min(heartbeat, ttl/3)', async () => {
     const { op, central, clock } = await world();
-    await otherClient(central).acquire(LEASE_NS, 'standby', 'cluster-west', 30);
+    await otherClient(central).acquire(cluster.leaseNs, 'standby', 'cluster-west', 30);
     await created(op, 'standby', spec({ leaseName: 'standby', heartbeatIntervalSeconds: 20 }));
     expect(await op.reconcile('standby')).toEqual({ requeueAfter: 10_000 });
     const lease = await cluster.mustLease('standby');
@@ -184,9 +176,9 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
     const west = otherClient(central);
     // Six earlier ownership epochs: this cluster's acquire gets token 7.
     for (let token = 1; token <= 6; token++) {
-      const res = await west.acquire(LEASE_NS, 'shared', 'cluster-west', 30);
+      const res = await west.acquire(cluster.leaseNs, 'shared', 'cluster-west', 30);
       expect(res.fencingToken).toBe(token);
-      await west.release(LEASE_NS, 'shared', 'cluster-west', token);
+      await west.release(cluster.leaseNs, 'shared', 'cluster-west', token);
     }
     await created(op, 'deleted', spec({ leaseName: 'shared' }));
     await op.reconcile('deleted');
@@ -199,7 +191,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
     ).toEqual([['shared', 'cluster-east', 7, 2_500, undefined]]);
     expect(await cluster.lease('deleted')).toBeUndefined();
     // Released centrally: the next holder reclaims at once, with the next token.
-    expect(await west.acquire(LEASE_NS, 'shared', 'cluster-west', 30)).toMatchObject({
+    expect(await west.acquire(cluster.leaseNs, 'shared', 'cluster-west', 30)).toMatchObject({
       acquired: true,
       fencingToken: 8,
     });
@@ -213,7 +205,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
 
   it('6. deletion without a token skips the Release', async () => {
     const { op, central } = await world();
-    await otherClient(central).acquire(LEASE_NS, 'no-token', 'cluster-west', 30);
+    await otherClient(central).acquire(cluster.leaseNs, 'no-token', 'cluster-west', 30);
     await created(op, 'no-token');
     await op.reconcile('no-token');
     expect((await cluster.mustLease('no-token')).status?.fencingToken).toBe(0);
@@ -244,7 +236,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
     await created(op, 'moved-on');
     await op.reconcile('moved-on');
     clock.advance(31_000);
-    await otherClient(central).acquire(LEASE_NS, 'moved-on', 'cluster-west', 30);
+    await otherClient(central).acquire(cluster.leaseNs, 'moved-on', 'cluster-west', 30);
     await cluster.deleteLease('moved-on');
     expect(await op.reconcile('moved-on')).toEqual({});
     expect(op.central.of('release')[0]?.error).toContain('server status 409');
@@ -328,7 +320,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
     expect(findCondition(lease.status, 'HeartbeatHealthy')).toMatchObject({
       status: 'False',
       reason: 'AcquireFailed',
-      message: 'acquire team-a/outage: server status 500: internal error',
+      message: `acquire ${cluster.leaseNs}/outage: server status 500: internal error`,
     });
     // Still failing: nothing new to write (the request id is not part of the message).
     const rv = lease.metadata.resourceVersion;
@@ -385,7 +377,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
     expect(took).toBeLessThan(2_000);
     expect(findCondition((await cluster.mustLease('hung')).status, 'HeartbeatHealthy')).toMatchObject({
       reason: 'AcquireFailed',
-      message: 'acquire team-a/hung: timed out after 1000ms',
+      message: `acquire ${cluster.leaseNs}/hung: timed out after 1000ms`,
     });
   });
 
@@ -395,7 +387,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
     await op.reconcile('lost');
     // This cluster stops renewing; after the TTL the other one reclaims.
     clock.advance(31_000);
-    expect(await otherClient(central).acquire(LEASE_NS, 'lost', 'cluster-west', 30)).toMatchObject({
+    expect(await otherClient(central).acquire(cluster.leaseNs, 'lost', 'cluster-west', 30)).toMatchObject({
       acquired: true,
       fencingToken: 2,
     });
@@ -471,7 +463,7 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
       transport,
       leaseClient: op.central,
       clusterIdentity: 'cluster-east',
-      operatorNamespace: 'berth-system',
+      operatorNamespace: cluster.operatorNs,
       clock,
       api: {
         ...api,
@@ -486,24 +478,26 @@ describe('BerthLease reconciler against the sandbox and the central server', () 
       signal: new AbortController().signal,
       log: createLogger({ level: 'silent' }),
       reconcileID: 't',
-      namespace: LEASE_NS,
+      namespace: cluster.leaseNs,
       name: 'stale',
     };
-    await expect(racing.reconciler.reconcile(`${LEASE_NS}/stale`, ctx)).rejects.toMatchObject({ code: 409 });
+    await expect(racing.reconciler.reconcile(`${cluster.leaseNs}/stale`, ctx)).rejects.toMatchObject({
+      code: 409,
+    });
     expect((await cluster.mustLease('stale')).status).toEqual({ tenant: 'someone-else' });
     expect(central.server.manager).toBeDefined();
   });
 
   it('writes the finalizer with a patch, never a full update of the object (RBAC grants no update)', async () => {
     const { op } = await world();
-    const updates = cluster.t.sandbox.faults.inject({
-      user: OPERATOR_USER,
+    const updates = cluster.proxy.inject({
+      user: cluster.operatorUser,
       resource: 'berthleases',
       subresource: '',
       verbs: ['update'],
     });
-    const patches = cluster.t.sandbox.faults.inject({
-      user: OPERATOR_USER,
+    const patches = cluster.proxy.inject({
+      user: cluster.operatorUser,
       resource: 'berthleases',
       subresource: '',
       verbs: ['patch'],

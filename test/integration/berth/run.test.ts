@@ -1,21 +1,13 @@
 // `berth-operator run --berth-api-server ...` as a real process, as the operator's service account
-// against a sandbox with the CRD and the least-privilege RBAC: the BerthLease controller runs (leader
-// election off, so right after ready), holds a lease, exports its metrics, includes the central API in
-// readiness, and on SIGTERM stops without releasing (a restart in the same cluster renews in place).
+// against a control plane of its own with the CRD and the least-privilege RBAC: the BerthLease controller
+// runs (leader election off, so right after ready), holds a lease, exports its metrics, includes the
+// central API in readiness, and on SIGTERM stops without releasing (a restart in the same cluster renews
+// in place).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/eventually.ts';
-import { writeTempKubeconfig } from '../../helpers/sandbox.ts';
-import {
-  type Central,
-  Cluster,
-  LEASE_NS,
-  OPERATOR_NS,
-  SERVICE_ACCOUNT,
-  spec,
-  startCentral,
-} from './harness.ts';
+import { type Central, Cluster, LEASE_NS, OPERATOR_NS, spec, startCentral } from './harness.ts';
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
 const MAIN = join(process.cwd(), 'src/main.ts');
@@ -86,9 +78,7 @@ describe('berth-operator run with --berth-api-server', () => {
   });
 
   it('runs the BerthLease controller: holds a lease, metrics, readiness on the central API, clean stop', async () => {
-    const kubeconfig = await writeTempKubeconfig(
-      cluster.t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig,
-    );
+    const kubeconfig = await cluster.t.writeKubeconfig(cluster.operator.kubeconfig);
     await cluster.createLease('cli', spec({ leaseName: 'cli', ttlSeconds: 6, heartbeatIntervalSeconds: 1 }));
     const secret = 'not-a-real-token-but-never-logged';
     const proc = run(

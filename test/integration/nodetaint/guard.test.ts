@@ -1,15 +1,14 @@
-// The node taint guard against the sandbox API server, as its own service account with least-privilege
-// RBAC. Scenarios of aether proposal 033 / spec §2.9: reboot (G1), crash loop (G2), a routine DaemonSet
-// roll inside the grace, an ineligible node, a taint fight with conflicts, the agent removing the taint,
-// and a leader failover in the middle of a grace window.
+// The node taint guard against the real kube-apiserver (the run's shared one), as its own service
+// account with least-privilege RBAC. Scenarios of aether proposal 033 / spec §2.9: reboot (G1), crash loop
+// (G2), a routine DaemonSet roll inside the grace, an ineligible node, a taint fight with conflicts, the
+// agent removing the taint, and a leader failover in the middle of a grace window.
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Manager } from '../../../src/kube/manager.ts';
 import { REARM_LOG_MESSAGE } from '../../../src/nodetaint/reconciler.ts';
+import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 import {
-  AGENT_NS,
   Cluster,
   createGuard,
   forgets,
@@ -22,22 +21,22 @@ import {
   TAINT_KEY,
 } from './harness.ts';
 
-let t: TestSandbox;
+let t: TestCluster;
 let cluster: Cluster;
 const running: RunningGuard[] = [];
 const nodes: string[] = [];
 
 beforeAll(async () => {
-  t = await startTestSandbox({ rbac: true });
-  cluster = new Cluster(t);
-  await cluster.setUp();
+  t = await TestCluster.shared();
+  cluster = await Cluster.start(t);
 });
 afterEach(async () => {
   for (const g of running.splice(0)) await g.stop();
-  t.sandbox.faults.clear();
+  cluster.proxy.clear();
   await cluster.cleanUp(nodes.splice(0));
 });
 afterAll(async () => {
+  await cluster?.stop();
   await t?.stop();
 });
 
@@ -47,7 +46,9 @@ async function start(clock = newClock(), instance?: string): Promise<RunningGuar
   return g;
 }
 
-async function newNode(name: string, taints: Parameters<Cluster['createNode']>[1] = []): Promise<string> {
+/** A Node of this test's own, named `<prefix>-<random>` (Nodes are cluster-wide). */
+async function newNode(prefix: string, taints: Parameters<Cluster['createNode']>[1] = []): Promise<string> {
+  const name = uniqueName(prefix);
   nodes.push(name);
   await cluster.createNode(name, taints);
   return name;
@@ -59,11 +60,11 @@ const waitingSince = (g: RunningGuard, node: string) => {
   return m?.state === 'waiting' ? m.firstSeen : undefined;
 };
 
-/** Advances the ManualClock and waits until at least one more reconcile has finished. */
-async function advanceAndReconcile(g: RunningGuard, ms: number): Promise<void> {
-  const before = await g.reconciles();
+/** Advances the ManualClock and waits until at least one more reconcile of `node` has finished. */
+async function advanceAndReconcile(g: RunningGuard, node: string, ms: number): Promise<void> {
+  const before = g.reconcilesOf(node);
   g.clock.advance(ms);
-  await eventually(async () => (await g.reconciles()) > before);
+  await eventually(() => g.reconcilesOf(node) > before);
 }
 
 describe('node taint guard', () => {
@@ -171,13 +172,13 @@ describe('node taint guard', () => {
     await cluster.createPod('agent-new', node);
     await eventually(() => waitingSince(g, node) === start0 + 200);
     // Past the first window's end: its stale requeue fires, and finds the fresh window running.
-    await advanceAndReconcile(g, 200);
+    await advanceAndReconcile(g, node, 200);
     expect(waitingSince(g, node)).toBe(start0 + 200);
     expect(await cluster.guardTaints(node)).toEqual([]);
     // The new pod turns Ready within its grace.
     await cluster.setReady('agent-new', true, clock.now());
     await eventually(() => memory(g, node) === undefined);
-    await advanceAndReconcile(g, 10 * GRACE_MS);
+    await advanceAndReconcile(g, node, 10 * GRACE_MS);
     expect(await cluster.guardTaints(node)).toEqual([]);
     expect(patches.hits()).toBe(0);
     expect(await g.metric('berth_nodetaint_rearms_total')).toBe(0);
@@ -192,8 +193,9 @@ describe('node taint guard', () => {
     await cluster.createPod('agent-worker', worker);
     await cluster.setReady('agent-worker', false, longAgo);
     // Not agent pods of this guard, though bound to the control plane node and NotReady.
-    await cluster.createPod('agent-elsewhere', cp, { namespace: 'default' });
-    await cluster.setReady('agent-elsewhere', false, longAgo, { namespace: 'default' });
+    const elsewhere = await t.namespace('elsewhere');
+    await cluster.createPod('agent-elsewhere', cp, { namespace: elsewhere });
+    await cluster.setReady('agent-elsewhere', false, longAgo, { namespace: elsewhere });
     await cluster.createPod('not-an-agent', cp, { labels: { 'app.kubernetes.io/name': 'other' } });
     await cluster.setReady('not-an-agent', false, longAgo);
     const cpPatches = cluster.countGuardPatches(cp);
@@ -202,7 +204,7 @@ describe('node taint guard', () => {
     await eventually(async () => (await cluster.guardTaints(worker)).length === 1);
     await eventually(() => forgets(g, cp, 'no-agent-pod') > 0);
     // The pod watch is scoped to the agent namespace and selector: the others are not even cached.
-    expect(g.guard.agentPods.keys()).toEqual([`${AGENT_NS}/agent-worker`]);
+    expect(g.guard.agentPods.keys()).toEqual([`${cluster.agentNs}/agent-worker`]);
     // An ineligible node is not requeued: however long it stays, nothing is written.
     clock.advance(100 * GRACE_MS);
     expect(await cluster.taints(cp)).toEqual([]);
@@ -216,7 +218,7 @@ describe('node taint guard', () => {
     const node = await newNode('fight-1', [maintenance]);
     await cluster.createPod('agent-fight', node);
     await cluster.setReady('agent-fight', false, clock.now() - 3_600_000);
-    const conflicts = t.sandbox.faults.inject({
+    const conflicts = cluster.proxy.inject({
       verbs: ['patch'],
       resource: 'nodes',
       name: node,
@@ -243,11 +245,11 @@ describe('node taint guard', () => {
     await cluster.createPod('agent-fight-2', node);
     await cluster.setReady('agent-fight-2', false, clock.now() - 3_600_000);
     // Hold the guard's first patch long enough for another writer to change the node underneath it.
-    const held = t.sandbox.faults.inject({
+    const held = cluster.proxy.inject({
       verbs: ['patch'],
       resource: 'nodes',
       name: node,
-      user: 'system:serviceaccount:berth-system:berth-operator',
+      user: cluster.guardUser,
       delayMs: 500,
       times: 1,
     });
@@ -270,7 +272,7 @@ describe('node taint guard', () => {
     const node = await newNode('fight-3');
     await cluster.createPod('agent-fight-3', node);
     await cluster.setReady('agent-fight-3', false, clock.now() - 3_600_000);
-    const conflicts = t.sandbox.faults.inject({
+    const conflicts = cluster.proxy.inject({
       verbs: ['patch'],
       resource: 'nodes',
       name: node,
@@ -309,7 +311,7 @@ describe('node taint guard', () => {
     expect(clock.nextDueAt()).toBe(clock.now() + GRACE_MS);
     await cluster.setReady('agent-starting', true, clock.now());
     await eventually(() => memory(g, node) === undefined);
-    await advanceAndReconcile(g, 10 * GRACE_MS);
+    await advanceAndReconcile(g, node, 10 * GRACE_MS);
     expect(await cluster.taints(node)).toEqual([]);
     expect(patches.hits()).toBe(0);
   });
@@ -356,10 +358,10 @@ describe('node taint guard', () => {
     await cluster.setReady('agent-quiet', true, since, { restartCount: 0 });
     const g = await start(clock);
     await eventually(() => forgets(g, node, 'agent-ready') > 0);
-    const adds = await g.metric('workqueue_adds_total');
+    const adds = g.addsOf(node);
     const cachedNodeVersion = () => g.guard.nodes.getByName(node)?.metadata?.resourceVersion;
     const cachedPodVersion = () =>
-      g.guard.agentPods.getByName('agent-quiet', AGENT_NS)?.metadata?.resourceVersion;
+      g.guard.agentPods.getByName('agent-quiet', cluster.agentNs)?.metadata?.resourceVersion;
 
     // The kubelet's status heartbeat, a label, a taint of someone else's.
     const beat = await cluster.core.patchNodeStatus(
@@ -386,13 +388,16 @@ describe('node taint guard', () => {
     await eventually(() => cachedNodeVersion() === tainted.metadata?.resourceVersion);
     // The agent's container restarts without its Ready condition changing.
     await cluster.setReady('agent-quiet', true, since, { restartCount: 1 });
-    const restarted = await cluster.core.readNamespacedPod({ name: 'agent-quiet', namespace: AGENT_NS });
+    const restarted = await cluster.core.readNamespacedPod({
+      name: 'agent-quiet',
+      namespace: cluster.agentNs,
+    });
     await eventually(() => cachedPodVersion() === restarted.metadata?.resourceVersion);
-    expect(await g.metric('workqueue_adds_total')).toBe(adds);
+    expect(g.addsOf(node)).toBe(adds);
 
     // A change that matters does enqueue.
     await cluster.setReady('agent-quiet', false, clock.now(), { restartCount: 2 });
-    await eventually(async () => (await g.metric('workqueue_adds_total')) === adds + 1);
+    await eventually(() => g.addsOf(node) === adds + 1);
     await eventually(() => waitingSince(g, node) !== undefined);
   });
 
@@ -430,7 +435,7 @@ describe('node taint guard', () => {
     const kc = cluster.guardKubeConfig();
     const { CoreV1Api } = await import('@kubernetes/client-node');
     const core = kc.makeApiClient(CoreV1Api);
-    await expect(core.listNamespacedPod({ namespace: AGENT_NS })).resolves.toBeDefined();
+    await expect(core.listNamespacedPod({ namespace: cluster.agentNs })).resolves.toBeDefined();
     await expect(core.listPodForAllNamespaces()).rejects.toMatchObject({ code: 403 });
     await expect(core.listNamespacedPod({ namespace: 'default' })).rejects.toMatchObject({ code: 403 });
     await expect(core.deleteNode({ name: 'anything' })).rejects.toMatchObject({ code: 403 });

@@ -1,15 +1,23 @@
+// WorkloadAdmission served by the operator's HTTPS server in this process, as the operator's service
+// account with its least-privilege RBAC, called by the real kube-apiserver through the install's
+// fail-closed webhook configurations (fixed names, every namespace but the operator's and kube-system),
+// which name the webhook Service: so this file runs on a control plane of its own. The real Deployment
+// and ReplicaSet controllers create the ReplicaSets and Pods, the real scheduler honours the gate.
 import {
   AdmissionregistrationV1Api,
   type ApiException,
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  RbacAuthorizationV1Api,
   type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
+import { createAuthority } from '../../../hack/controlplane/pki.ts';
+import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../../../src/berth/api.ts';
+import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
 import { KubeTransport } from '../../../src/kube/client.ts';
 import {
   mutatingWebhookConfiguration,
@@ -19,14 +27,10 @@ import {
 } from '../../../webhooks/configurations.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
-import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
+import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
+import { jsonPatch } from '../../helpers/api.ts';
+import { type ServiceAccountUser, TestCluster, type TestUser } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import {
-  kubectlAvailable,
-  startTestSandbox,
-  type TestSandbox,
-  writeTempKubeconfig,
-} from '../../helpers/sandbox.ts';
 
 const OPERATOR_NS = 'berth-system';
 const SERVICE = 'berth-operator-webhook';
@@ -39,7 +43,7 @@ const MANAGED_LEASE = 'berth.skaphos.io/managed-lease';
 const MANAGED_UID = 'berth.skaphos.io/managed-lease-uid';
 const VALIDATE = 'admission webhook "validate-workloads.berth.skaphos.io" denied the request: ';
 
-let t: TestSandbox;
+let t: TestCluster;
 let server: AdmissionServer;
 let admission: KubeWorkloadAdmission;
 let transport: KubeTransport;
@@ -47,21 +51,10 @@ let registry: Registry;
 let core: CoreV1Api;
 let apps: AppsV1Api;
 let custom: CustomObjectsApi;
-let hasKubectl = false;
+let alice: TestUser;
+let operator: ServiceAccountUser;
 
 const params = (caBundle: string) => ({ namespace: OPERATOR_NS, serviceName: SERVICE, caBundle });
-
-async function installCrd(): Promise<void> {
-  await installBerthLeaseCrd(t.kc);
-  await eventually(() =>
-    custom.listNamespacedCustomObject({
-      group: GROUP,
-      version: 'v1alpha1',
-      namespace: 'default',
-      plural: 'berthleases',
-    }),
-  );
-}
 
 function leaseBody(name: string, target: string): Record<string, unknown> {
   return {
@@ -85,23 +78,31 @@ type Lease = {
   metadata: { uid: string; resourceVersion: string };
   status?: { workload?: Record<string, unknown> };
 };
+const leaseRef = { group: GROUP, version: 'v1alpha1', namespace: NS, plural: 'berthleases' };
 const getLease = async (name: string): Promise<Lease> =>
-  (await custom.getNamespacedCustomObject({
-    group: GROUP,
-    version: 'v1alpha1',
-    namespace: NS,
-    plural: 'berthleases',
-    name,
-  })) as Lease;
+  (await custom.getNamespacedCustomObject({ ...leaseRef, name })) as Lease;
 
-const deploymentBody = (name: string): V1Deployment => ({
+/** Replaces the lease's status.workload (as the reconciler writes it). */
+async function writeWorkloadStatus(name: string, workload: Record<string, unknown>): Promise<void> {
+  const lease = await getLease(name);
+  await custom.replaceNamespacedCustomObjectStatus({
+    ...leaseRef,
+    name,
+    body: { ...lease, status: { ...lease.status, workload } },
+  });
+}
+
+const deploymentBody = (name: string, replicas = 0, gates: string[] = []): V1Deployment => ({
   metadata: { name, namespace: NS },
   spec: {
-    replicas: 0,
+    replicas,
     selector: { matchLabels: { app: name } },
     template: {
       metadata: { labels: { app: name } },
-      spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+      spec: {
+        containers: [{ name: 'app', image: 'registry.example.com/app:1' }],
+        ...(gates.length ? { schedulingGates: gates.map((gate) => ({ name: gate })) } : {}),
+      },
     },
   },
 });
@@ -111,37 +112,100 @@ const errorMessage = (err: unknown): string => {
   return typeof body === 'string' ? (JSON.parse(body) as { message: string }).message : String(err);
 };
 
+/** The Pods of app `app`, oldest first. */
+async function appPods(app: string): Promise<V1Pod[]> {
+  const list = await core.listNamespacedPod({ namespace: NS, labelSelector: `app=${app}` });
+  return list.items.sort((a, b) =>
+    String(a.metadata?.creationTimestamp?.toISOString()).localeCompare(
+      String(b.metadata?.creationTimestamp?.toISOString()),
+    ),
+  );
+}
+
+/** Polls until `probe` finds what it looks for. */
+function found<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  return eventually(async () => {
+    const value = await probe();
+    if (value === undefined) throw new Error(`no ${what} yet`);
+    return value;
+  });
+}
+
+/** Requests the admission server answered on `path`. */
+async function served(path: string): Promise<number> {
+  const values = (await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values;
+  return (values ?? []).filter((v) => v.labels.webhook === path).reduce((sum, v) => sum + v.value, 0);
+}
+
 beforeAll(async () => {
-  t = await startTestSandbox();
+  t = await TestCluster.own();
   core = t.kc.makeApiClient(CoreV1Api);
   apps = t.kc.makeApiClient(AppsV1Api);
   custom = t.kc.makeApiClient(CustomObjectsApi);
-  hasKubectl = await kubectlAvailable();
-  await core.createNamespace({ body: { metadata: { name: OPERATOR_NS } } });
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  await installCrd();
+  await t.createNamespace(OPERATOR_NS);
+  await t.createNamespace(NS);
+  await t.installBerthLeaseCrd();
+  const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
+  const [role, binding] = berthLeaseRbacObjects({
+    name: 'berth-operator',
+    serviceAccount: { namespace: OPERATOR_NS, name: OPERATOR_SA },
+    managedWorkloads: true,
+  });
+  await rbac.createClusterRole({ body: role });
+  await rbac.createClusterRoleBinding({ body: binding });
+  operator = await t.serviceAccount(OPERATOR_NS, OPERATOR_SA);
+  // An ordinary user who may edit workloads in the namespace: only admission stands in their way.
+  alice = await t.user('alice');
+  await rbac.createNamespacedRoleBinding({
+    namespace: NS,
+    body: {
+      metadata: { name: 'alice-edit' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice.username }],
+    },
+  });
 
-  const pki = await testPki([`${SERVICE}.${OPERATOR_NS}.svc`]);
+  const ca = await createAuthority('berth-webhook-ca');
+  const pair = await ca.serving([`${SERVICE}.${OPERATOR_NS}.svc`]);
+  const caBundle = Buffer.from(ca.cert).toString('base64');
   transport = new KubeTransport(t.kc);
   registry = new Registry();
-  admission = kubeWorkloadAdmission({ kc: t.kc, operatorUser: OPERATOR_USER, registry });
+  admission = kubeWorkloadAdmission({ kc: operator.kc, operatorUser: OPERATOR_USER, registry });
   server = new AdmissionServer({
     port: 0,
-    host: '127.0.0.1',
-    certificates: new SwappableCertificates(pki.pair),
+    certificates: new SwappableCertificates({ ...pair, ca: ca.cert }),
     handlers: admission.handlers,
     registry,
   });
   await server.start();
-  t.sandbox.services.map(OPERATOR_NS, SERVICE, { host: '127.0.0.1', port: server.port });
+  await t.routeService(OPERATOR_NS, SERVICE, [{ port: server.port }]);
   const configs = t.kc.makeApiClient(AdmissionregistrationV1Api);
-  await configs.createMutatingWebhookConfiguration({
-    body: mutatingWebhookConfiguration(params(pki.caBundle)),
-  });
+  await configs.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params(caBundle)) });
   await configs.createValidatingWebhookConfiguration({
-    body: validatingWebhookConfiguration(params(pki.caBundle)),
+    body: validatingWebhookConfiguration(params(caBundle)),
   });
-}, 60_000);
+  // kube-apiserver picks up configurations, EndpointSlices and RBAC asynchronously: probe with dry-run
+  // Pods until both webhooks have answered, and until alice's binding is in effect.
+  await eventually(
+    async () => {
+      const before = [await served(MUTATE_WORKLOADS_PATH), await served(VALIDATE_WORKLOADS_PATH)];
+      await core.createNamespacedPod({
+        namespace: NS,
+        dryRun: 'All',
+        body: {
+          metadata: { generateName: 'admission-probe-' },
+          spec: { containers: [{ name: 'c', image: 'registry.example.com/app:1' }] },
+        },
+      });
+      return (
+        (await served(MUTATE_WORKLOADS_PATH)) > (before[0] ?? 0) &&
+        (await served(VALIDATE_WORKLOADS_PATH)) > (before[1] ?? 0)
+      );
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  await eventually(() => alice.kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: NS }));
+});
 
 afterAll(async () => {
   await server?.close();
@@ -231,87 +295,79 @@ describe('a BerthLease, then the Deployment it targets', () => {
 
 describe('managed Pods', () => {
   let pod: V1Pod;
-  let podTemplate: V1Pod & { metadata: NonNullable<V1Pod['metadata']> };
-  let alice: string;
-  let operator: string;
+  let aliceKubeconfig: string;
+  let operatorKubeconfig: string;
 
-  beforeAll(async () => {
-    const dep = await apps.readNamespacedDeployment({ namespace: NS, name: 'web' });
-    // No Deployment controller runs in the sandbox: create the ReplicaSet and Pod as it would.
-    const rs = await apps.createNamespacedReplicaSet({
-      namespace: NS,
-      body: {
-        metadata: {
-          name: 'web-5d9c',
-          namespace: NS,
-          labels: { app: 'web' },
-          ownerReferences: [
-            {
-              apiVersion: 'apps/v1',
-              kind: 'Deployment',
-              name: 'web',
-              uid: dep.metadata!.uid!,
-              controller: true,
-              blockOwnerDeletion: true,
-            },
-          ],
-        },
-        spec: {
-          replicas: 0,
-          selector: { matchLabels: { app: 'web' } },
-          template: structuredClone(dep.spec!.template),
-        },
-      },
-    });
-    podTemplate = {
-      metadata: {
-        name: 'web-5d9c-x1',
-        namespace: NS,
-        labels: { app: 'web' },
-        ownerReferences: [
-          {
-            apiVersion: 'apps/v1',
-            kind: 'ReplicaSet',
-            name: 'web-5d9c',
-            uid: rs.metadata!.uid!,
-            controller: true,
-            blockOwnerDeletion: true,
-          },
-        ],
-      },
-      spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
-    };
-    pod = await core.createNamespacedPod({ namespace: NS, body: structuredClone(podTemplate) });
-    alice = await writeTempKubeconfig(t.sandbox.users.add('alice').kubeconfig);
-    operator = await writeTempKubeconfig(t.sandbox.users.serviceAccount(OPERATOR_NS, OPERATOR_SA).kubeconfig);
-  });
-
-  it('are born gated and stamped', () => {
-    expect(pod.spec?.schedulingGates).toEqual([{ name: GATE }]);
-    expect(pod.metadata?.annotations).toMatchObject({ [MANAGED_LEASE]: 'web' });
-  });
-
-  it('an ordinary user removing the gate is denied with the exact message (kubectl)', async (ctx) => {
-    if (!hasKubectl) ctx.skip();
-    const res = await t.kubectl(
+  const ungate = (name: string, kubeconfig: string) =>
+    t.kubectl(
       [
         'patch',
         'pod',
-        pod.metadata!.name!,
+        name,
         '-n',
         NS,
         '--type=json',
         '-p',
         '[{"op":"remove","path":"/spec/schedulingGates"}]',
       ],
-      { kubeconfig: alice },
+      { kubeconfig },
     );
+  /** What the reconciler writes before it scales the target up or ungates Pods (§2.7). */
+  const activate = async (pods: V1Pod[] = []): Promise<void> => {
+    const lease = await getLease('web');
+    const deadline = new Date(Date.now() + 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    await writeWorkloadStatus('web', {
+      ...lease.status?.workload,
+      phase: 'Active',
+      deadline,
+      leaseName: 'web',
+      holder: 'cluster-east',
+      token: 3,
+      pods: pods.map((p) => ({ name: p.metadata!.name!, uid: p.metadata!.uid! })),
+    });
+  };
+  const scale = (replicas: number) =>
+    apps.patchNamespacedDeployment(
+      { namespace: NS, name: 'web', body: [{ op: 'replace', path: '/spec/replicas', value: replicas }] },
+      jsonPatch,
+    );
+
+  beforeAll(async () => {
+    // The Deployment and ReplicaSet controllers create the Pod once the lease authorizes the scale-up;
+    // then the lease is back to its inactive record.
+    const inactive = (await getLease('web')).status?.workload;
+    await activate();
+    await scale(1);
+    pod = await found('Pod of web', async () => {
+      const pods = await appPods('web');
+      return pods.length === 1 ? pods[0] : undefined;
+    });
+    await writeWorkloadStatus('web', { ...inactive });
+    aliceKubeconfig = await t.writeKubeconfig(alice.kubeconfig);
+    operatorKubeconfig = await t.writeKubeconfig(operator.kubeconfig);
+  });
+
+  it('are born gated and stamped, and the scheduler leaves them alone', async () => {
+    expect(pod.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'ReplicaSet', controller: true });
+    expect(pod.spec?.schedulingGates).toEqual([{ name: GATE }]);
+    expect(pod.metadata?.annotations).toMatchObject({ [MANAGED_LEASE]: 'web' });
+    await eventually(async () => {
+      const p = await core.readNamespacedPod({ namespace: NS, name: pod.metadata!.name! });
+      return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'SchedulingGated');
+    });
+    expect((await core.readNamespacedPod({ namespace: NS, name: pod.metadata!.name! })).spec?.nodeName).toBe(
+      undefined,
+    );
+  });
+
+  it('an ordinary user removing the gate is denied with the exact message (kubectl)', async () => {
+    const res = await ungate(pod.metadata!.name!, aliceKubeconfig);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain(`${VALIDATE}only the operator may remove the Berth scheduling gate`);
   });
 
   it('an ordinary user stripping the binding is denied (client-node)', async () => {
-    const aliceApi = t.kubeConfigFor(t.sandbox.users.add('alice').kubeconfig).makeApiClient(CoreV1Api);
+    const aliceApi = alice.kc.makeApiClient(CoreV1Api);
     const patch = [{ op: 'remove', path: `/metadata/labels/${MANAGED_UID.replace('/', '~1')}` }];
     await expect(
       aliceApi.patchNamespacedPod({ namespace: NS, name: pod.metadata!.name!, body: patch }),
@@ -320,108 +376,52 @@ describe('managed Pods', () => {
     );
   });
 
-  it('the operator cannot remove the gate while the lease is not active', async (ctx) => {
-    if (!hasKubectl) ctx.skip();
-    const res = await t.kubectl(
-      [
-        'patch',
-        'pod',
-        pod.metadata!.name!,
-        '-n',
-        NS,
-        '--type=json',
-        '-p',
-        '[{"op":"remove","path":"/spec/schedulingGates"}]',
-      ],
-      { kubeconfig: operator },
-    );
+  it('the operator cannot remove the gate while the lease is not active', async () => {
+    const res = await ungate(pod.metadata!.name!, operatorKubeconfig);
     expect(res.stderr).toContain(`${VALIDATE}lease no longer permits Pod starts`);
   });
 
-  it('the operator removes the gate of a registered Pod while the lease is Active; binding needs the Pod UID', async (ctx) => {
-    if (!hasKubectl) ctx.skip();
+  it('the operator removes the gate of a registered Pod while the lease is Active; binding needs the Pod UID', async () => {
     // What the reconciler does before ungating: activate and register the Pod UID in status (§2.7).
-    const lease = await getLease('web');
-    const deadline = new Date(Date.now() + 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    await custom.replaceNamespacedCustomObjectStatus({
-      group: GROUP,
-      version: 'v1alpha1',
-      namespace: NS,
-      plural: 'berthleases',
-      name: 'web',
-      body: {
-        ...lease,
-        status: {
-          ...lease.status,
-          workload: {
-            ...lease.status?.workload,
-            phase: 'Active',
-            deadline,
-            leaseName: 'web',
-            holder: 'cluster-east',
-            token: 3,
-            pods: [{ name: pod.metadata!.name!, uid: pod.metadata!.uid! }],
-          },
-        },
-      },
-    });
-    const res = await t.kubectl(
-      [
-        'patch',
-        'pod',
-        pod.metadata!.name!,
-        '-n',
-        NS,
-        '--type=json',
-        '-p',
-        '[{"op":"remove","path":"/spec/schedulingGates"}]',
-      ],
-      { kubeconfig: operator },
-    );
+    await activate([pod]);
+    const res = await ungate(pod.metadata!.name!, operatorKubeconfig);
     expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
     const ungated = await core.readNamespacedPod({ namespace: NS, name: pod.metadata!.name! });
     expect(ungated.spec?.schedulingGates ?? []).toEqual([]);
 
     // Another Pod of the same ReplicaSet, never registered: even the operator may not ungate it.
-    const other = await core.createNamespacedPod({
-      namespace: NS,
-      body: {
-        ...structuredClone(podTemplate),
-        metadata: { ...structuredClone(podTemplate.metadata), name: 'web-5d9c-x2' },
-      },
-    });
-    const denied = await t.kubectl(
-      [
-        'patch',
-        'pod',
-        other.metadata!.name!,
-        '-n',
-        NS,
-        '--type=json',
-        '-p',
-        '[{"op":"remove","path":"/spec/schedulingGates"}]',
-      ],
-      { kubeconfig: operator },
+    await scale(2);
+    const other = await found('second Pod of web', async () =>
+      (await appPods('web')).find((p) => p.metadata?.uid !== pod.metadata?.uid),
     );
+    expect(other.spec?.schedulingGates).toEqual([{ name: GATE }]);
+    const denied = await ungate(other.metadata!.name!, operatorKubeconfig);
     expect(denied.code).not.toBe(0);
     expect(denied.stderr).toContain(`${VALIDATE}pod UID was not durably registered`);
 
-    const bind = (uid: string) =>
+    await expect(
       core.createNamespacedPodBinding({
         namespace: NS,
         name: pod.metadata!.name!,
         body: {
-          metadata: { name: pod.metadata!.name!, uid },
-          target: { apiVersion: 'v1', kind: 'Node', name: 'node-1' },
+          metadata: { name: pod.metadata!.name!, uid: 'not-the-pod-uid' },
+          target: { apiVersion: 'v1', kind: 'Node', name: t.nodeNames[0] },
         },
-      });
-    await expect(bind('not-the-pod-uid')).rejects.toSatisfy(
+      }),
+    ).rejects.toSatisfy(
       (err) => errorMessage(err) === `${VALIDATE}managed Pod binding must name the observed Pod UID`,
     );
-    await bind(pod.metadata!.uid!);
-    const bound = await core.readNamespacedPod({ namespace: NS, name: pod.metadata!.name! });
-    expect(bound.spec?.nodeName).toBe('node-1');
+    // The scheduler's Binding names the Pod's UID: admitted, the Pod lands on a (KWOK) Node.
+    const bound = await found('bound Pod', async () => {
+      const p = await core.readNamespacedPod({ namespace: NS, name: pod.metadata!.name! });
+      return p.spec?.nodeName ? p : undefined;
+    });
+    expect(t.nodeNames).toContain(bound.spec?.nodeName);
+    // The unregistered one stays gated, unscheduled.
+    const still = await core.readNamespacedPod({ namespace: NS, name: other.metadata!.name! });
+    expect(still.spec?.schedulingGates).toEqual([{ name: GATE }]);
+    expect(still.spec?.nodeName).toBeUndefined();
   });
 
   it('the operator namespace is never sent to the webhooks', async () => {
@@ -446,71 +446,27 @@ describe('managed Pods', () => {
 describe('a Pod of a chain that a lease governs only after the Pod was admitted', () => {
   it('cannot be taken out of the chain together with its gate by an ordinary user', async () => {
     // A Deployment, its ReplicaSet and a (self-)gated Pod, all admitted while no lease targeted them.
-    const dep = await apps.createNamespacedDeployment({ namespace: NS, body: deploymentBody('legacy') });
-    const rs = await apps.createNamespacedReplicaSet({
-      namespace: NS,
-      body: {
-        metadata: {
-          name: 'legacy-1',
-          namespace: NS,
-          labels: { app: 'legacy' },
-          ownerReferences: [
-            {
-              apiVersion: 'apps/v1',
-              kind: 'Deployment',
-              name: 'legacy',
-              uid: dep.metadata!.uid!,
-              controller: true,
-            },
-          ],
-        },
-        spec: { replicas: 0, selector: { matchLabels: { app: 'legacy' } }, template: dep.spec!.template },
-      },
-    });
-    const pod = await core.createNamespacedPod({
-      namespace: NS,
-      body: {
-        metadata: {
-          name: 'legacy-1-a',
-          labels: { app: 'legacy' },
-          ownerReferences: [
-            {
-              apiVersion: 'apps/v1',
-              kind: 'ReplicaSet',
-              name: 'legacy-1',
-              uid: rs.metadata!.uid!,
-              controller: true,
-            },
-          ],
-        },
-        spec: {
-          containers: [{ name: 'app', image: 'registry.example.com/app:1' }],
-          schedulingGates: [{ name: GATE }],
-        },
-      },
-    });
+    await apps.createNamespacedDeployment({ namespace: NS, body: deploymentBody('legacy', 1, [GATE]) });
+    const pod = await found('Pod of legacy', async () => (await appPods('legacy'))[0]);
+    expect(pod.spec?.schedulingGates).toEqual([{ name: GATE }]);
     expect(pod.metadata?.annotations ?? {}).not.toHaveProperty(MANAGED_UID);
+    const owner = pod.metadata?.ownerReferences?.[0];
+    expect(owner).toMatchObject({ kind: 'ReplicaSet', controller: true });
     // Now a lease targets the Deployment: the Pod belongs to a managed chain it was never admitted into.
-    await custom.createNamespacedCustomObject({
-      group: GROUP,
-      version: 'v1alpha1',
-      namespace: NS,
-      plural: 'berthleases',
-      body: leaseBody('legacy', 'legacy'),
-    });
-    const aliceApi = t.kubeConfigFor(t.sandbox.users.add('alice').kubeconfig).makeApiClient(CoreV1Api);
+    await custom.createNamespacedCustomObject({ ...leaseRef, body: leaseBody('legacy', 'legacy') });
+    const aliceApi = alice.kc.makeApiClient(CoreV1Api);
     const orphanAndUngate = [
       { op: 'remove', path: '/metadata/ownerReferences' },
       { op: 'remove', path: '/spec/schedulingGates' },
     ];
     await expect(
-      aliceApi.patchNamespacedPod({ namespace: NS, name: 'legacy-1-a', body: orphanAndUngate }),
+      aliceApi.patchNamespacedPod({ namespace: NS, name: pod.metadata!.name!, body: orphanAndUngate }),
     ).rejects.toSatisfy(
       (err) => errorMessage(err) === `${VALIDATE}managed controllers cannot adopt unadmitted objects`,
     );
-    const after = await core.readNamespacedPod({ namespace: NS, name: 'legacy-1-a' });
+    const after = await core.readNamespacedPod({ namespace: NS, name: pod.metadata!.name! });
     expect(after.spec?.schedulingGates).toEqual([{ name: GATE }]);
-    expect(after.metadata?.ownerReferences?.[0]?.name).toBe('legacy-1');
+    expect(after.metadata?.ownerReferences?.[0]?.name).toBe(owner?.name);
   });
 });
 
@@ -522,7 +478,7 @@ describe('unmanaged workloads', () => {
   });
 
   it('a Pod whose owner is gone is admitted in a namespace without leases', async () => {
-    await core.createNamespace({ body: { metadata: { name: 'no-leases' } } });
+    await t.createNamespace('no-leases');
     const p = await core.createNamespacedPod({
       namespace: 'no-leases',
       body: {
