@@ -7,7 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1PolicyRule,
+} from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import {
   type ControlPlane,
@@ -230,6 +237,67 @@ export class TestCluster {
       kc: kubeConfigFrom(kubeconfig),
       token,
     };
+  }
+
+  /**
+   * Grants `rules` to user `username` (a certificate user, or `system:serviceaccount:<ns>:<name>`): a Role
+   * and RoleBinding in `namespace`, or without one a ClusterRole and ClusterRoleBinding, uniquely named and
+   * deleted at stop() on the shared cluster. Resolves once the authorizer allows the first rule's first
+   * permission: RBAC sees a new binding through its informer, a moment after the write.
+   */
+  async grant(username: string, rules: readonly V1PolicyRule[], namespace?: string): Promise<void> {
+    const rbac = this.kc.makeApiClient(RbacAuthorizationV1Api);
+    const name = uniqueName('berth-test-grant');
+    const api = 'rbac.authorization.k8s.io';
+    const kind = namespace === undefined ? 'ClusterRole' : 'Role';
+    const role = { metadata: { name }, rules: [...rules] };
+    const binding = {
+      metadata: { name },
+      roleRef: { apiGroup: api, kind, name },
+      subjects: [{ apiGroup: api, kind: 'User', name: username }],
+    };
+    const ignoreMissing = (err: unknown): void => {
+      if (!isNotFound(err)) throw err;
+    };
+    if (namespace === undefined) {
+      await rbac.createClusterRole({ body: role });
+      await rbac.createClusterRoleBinding({ body: binding });
+      if (this.#controlPlane === undefined)
+        this.onCleanup(`cluster role ${name}`, async () => {
+          await rbac.deleteClusterRoleBinding({ name }).catch(ignoreMissing);
+          await rbac.deleteClusterRole({ name }).catch(ignoreMissing);
+        });
+    } else {
+      await rbac.createNamespacedRole({ namespace, body: role });
+      await rbac.createNamespacedRoleBinding({ namespace, body: binding });
+      if (this.#controlPlane === undefined)
+        this.onCleanup(`role ${namespace}/${name}`, async () => {
+          await rbac.deleteNamespacedRoleBinding({ namespace, name }).catch(ignoreMissing);
+          await rbac.deleteNamespacedRole({ namespace, name }).catch(ignoreMissing);
+        });
+    }
+    const first = rules[0];
+    if (first === undefined) return;
+    const [resource = '', subresource] = (first.resources?.[0] ?? '').split('/');
+    const spec =
+      first.nonResourceURLs?.[0] !== undefined
+        ? { nonResourceAttributes: { path: first.nonResourceURLs[0], verb: first.verbs[0] } }
+        : {
+            resourceAttributes: {
+              namespace,
+              verb: first.verbs[0],
+              group: first.apiGroups?.[0],
+              resource,
+              subresource,
+              name: first.resourceNames?.[0],
+            },
+          };
+    const authorization = this.kc.makeApiClient(AuthorizationV1Api);
+    const review = { body: { spec: { user: username, ...spec } } };
+    await eventually(
+      async () => (await authorization.createSubjectAccessReview(review)).status?.allowed === true,
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
   }
 
   /**

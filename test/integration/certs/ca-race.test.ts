@@ -1,21 +1,28 @@
-// Two replicas starting together against the API server both find no CA Secret and both try to create it:
-// exactly one create wins, the other gets AlreadyExists and adopts the winner's CA.
+// Two replicas starting together against the real API server (each its own user, with the install's rules
+// for the CA Secret) both find no CA Secret and both try to create it: exactly one create wins, the other
+// gets AlreadyExists and adopts the winner's CA.
 import { X509Certificate } from 'node:crypto';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CaData, type CaStore, SecretCaStore, type StoredCa } from '../../../certs/ca-store.ts';
 import { serviceDnsNames } from '../../../certs/create.ts';
 import { splitPemCertificates } from '../../../certs/pem.ts';
 import { SelfSignedCertificateProvider } from '../../../certs/selfsigned.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 
-const NAMESPACE = 'berth-system';
 const SECRET = 'berth-operator-webhook-ca';
+/** What the install grants for the CA Secret (scripts/deploy-rbac.ts). */
+const SECRET_RULES: V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['secrets'], resourceNames: [SECRET], verbs: ['get', 'update'] },
+];
 
-let t: TestSandbox;
+let t: TestCluster;
+/** Stands for the operator namespace. */
+let ns: string;
 beforeAll(async () => {
-  t = await startTestSandbox();
-  await t.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
+  t = await TestCluster.shared();
+  ns = await t.namespace('ca-race');
 });
 afterAll(async () => {
   await t?.stop();
@@ -64,21 +71,21 @@ describe('CA Secret bootstrap', () => {
     const onMissing = (): void => {
       if (++missing === 2) open();
     };
-    const replica = (user: string) => {
-      const kc = t.kubeConfigFor(t.sandbox.users.add(user).kubeconfig);
+    const replica = async (name: string) => {
+      const user = await t.user(uniqueName(name));
+      await t.grant(user.username, SECRET_RULES, ns);
       const store = new RacingStore(
-        new SecretCaStore({ kc, namespace: NAMESPACE, name: SECRET }),
+        new SecretCaStore({ kc: user.kc, namespace: ns, name: SECRET }),
         barrier,
         onMissing,
       );
       const provider = new SelfSignedCertificateProvider({
         store,
-        dnsNames: serviceDnsNames('berth-operator-webhook', NAMESPACE),
+        dnsNames: serviceDnsNames('berth-operator-webhook', ns),
       });
       return { store, provider };
     };
-    const a = replica('replica-a');
-    const b = replica('replica-b');
+    const [a, b] = await Promise.all([replica('replica-a'), replica('replica-b')]);
     try {
       await Promise.all([a.provider.start(), b.provider.start()]);
       await Promise.all([a.provider.waitForCertificate(), b.provider.waitForCertificate()]);
@@ -86,7 +93,7 @@ describe('CA Secret bootstrap', () => {
       expect([...a.store.creates, ...b.store.creates].sort()).toEqual(['created', 'exists']);
       const secret = await t.kc
         .makeApiClient(CoreV1Api)
-        .readNamespacedSecret({ name: SECRET, namespace: NAMESPACE });
+        .readNamespacedSecret({ name: SECRET, namespace: ns });
       expect(secret.type).toBe('Opaque');
       expect(secret.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('berth-operator');
       expect(Object.keys(secret.data ?? {}).sort()).toEqual(['ca.crt', 'ca.key']);
@@ -100,9 +107,7 @@ describe('CA Secret bootstrap', () => {
         ]);
         const leaf = new X509Certificate(pair.cert);
         expect(leaf.verify(ca.publicKey)).toBe(true);
-        expect(leaf.checkHost('berth-operator-webhook.berth-system.svc')).toBe(
-          'berth-operator-webhook.berth-system.svc',
-        );
+        expect(leaf.checkHost(`berth-operator-webhook.${ns}.svc`)).toBe(`berth-operator-webhook.${ns}.svc`);
       }
       // Each replica has its own leaf (and key), which never leaves its memory.
       expect(a.provider.current()!.key).not.toBe(b.provider.current()!.key);

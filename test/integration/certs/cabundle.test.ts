@@ -1,11 +1,14 @@
-// The leader's caBundle reconciler against the API server: it fills both configurations (which share a
-// name, as the chart's do), restores a wiped or altered caBundle from the watch alone (the resync is set far
-// away), follows a CA change, fills a configuration created later, and never overwrites a concurrent edit.
+// The leader's caBundle reconciler against the real API server, as its own user with the install's
+// least-privilege rules (scripts/deploy-rbac.ts, for this test's names) and through the fault proxy: it
+// fills both configurations (which share a name, as the chart's do), restores a wiped or altered caBundle
+// from the watch alone (the resync is set far away), follows a CA change, fills a configuration created
+// later, and never overwrites a concurrent edit.
 import { X509Certificate } from 'node:crypto';
 import {
   AdmissionregistrationV1Api,
   CoreV1Api,
   type V1MutatingWebhookConfiguration,
+  type V1PolicyRule,
   type V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,26 +19,48 @@ import { serviceDnsNames } from '../../../certs/create.ts';
 import { generateCa } from '../../../certs/issue.ts';
 import { splitPemCertificates, toCaBundleField } from '../../../certs/pem.ts';
 import { SelfSignedCertificateProvider } from '../../../certs/selfsigned.ts';
+import { isNotFound } from '../../../src/kube/client.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
-const NAMESPACE = 'berth-system';
 const SECRET = 'berth-operator-webhook-ca';
-const CONFIG = 'berth-operator-workloads';
+/** Both configurations' name, unique on the shared cluster. */
+const CONFIG = uniqueName('berth-operator-workloads');
 const SERVICE = 'berth-operator-webhook';
+const ADMISSION = 'admissionregistration.k8s.io';
+const CONFIGURATIONS = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'];
 
-let t: TestSandbox;
+let t: TestCluster;
+let proxy: ApiProxy;
+/** Stands for the operator namespace. */
+let ns: string;
 let admission: AdmissionregistrationV1Api;
+let operatorUser: string;
 let provider: SelfSignedCertificateProvider;
 let reconciler: CaBundleReconciler;
 const registry = createRegistry({ defaultMetrics: false });
+
+/** The install's rules for the CA Secret and the caBundle (GET from the base layer, the rest selfsigned). */
+const SECRET_RULES: V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['secrets'], resourceNames: [SECRET], verbs: ['get', 'update'] },
+];
+const CABUNDLE_RULES: V1PolicyRule[] = [
+  {
+    apiGroups: [ADMISSION],
+    resources: CONFIGURATIONS,
+    resourceNames: [CONFIG],
+    verbs: ['get', 'list', 'watch', 'patch'],
+  },
+];
 
 const webhook = (name: string, path: string, caBundle?: string) => ({
   name,
   admissionReviewVersions: ['v1'],
   sideEffects: 'None',
-  clientConfig: { service: { namespace: NAMESPACE, name: SERVICE, path }, ...(caBundle ? { caBundle } : {}) },
+  clientConfig: { service: { namespace: ns, name: SERVICE, path }, ...(caBundle ? { caBundle } : {}) },
   rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
   // Never called in this test: no namespace carries this label.
   namespaceSelector: { matchLabels: { 'berth-test': 'never' } },
@@ -73,16 +98,30 @@ const writes = async (): Promise<number> =>
   );
 
 beforeAll(async () => {
-  t = await startTestSandbox();
+  t = await TestCluster.shared();
+  ns = await t.namespace('cabundle');
+  proxy = await ApiProxy.start(t);
   admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
-  await t.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
+  const ignoreMissing = (err: unknown): void => {
+    if (!isNotFound(err)) throw err;
+  };
   await admission.createMutatingWebhookConfiguration({ body: mutatingConfig() });
+  t.onCleanup(`mutatingwebhookconfiguration ${CONFIG}`, () =>
+    admission.deleteMutatingWebhookConfiguration({ name: CONFIG }).catch(ignoreMissing),
+  );
   await admission.createValidatingWebhookConfiguration({ body: validatingConfig() });
+  t.onCleanup(`validatingwebhookconfiguration ${CONFIG}`, () =>
+    admission.deleteValidatingWebhookConfiguration({ name: CONFIG }).catch(ignoreMissing),
+  );
   // The operator runs as its own user, so faults can target its requests only.
-  const operator = t.kubeConfigFor(t.sandbox.users.add('operator').kubeconfig);
+  const user = await t.user(uniqueName('operator'));
+  operatorUser = user.username;
+  await t.grant(operatorUser, SECRET_RULES, ns);
+  await t.grant(operatorUser, CABUNDLE_RULES);
+  const operator = t.kubeConfigFor(proxy.kubeconfigFor(user.kubeconfig));
   provider = new SelfSignedCertificateProvider({
-    store: new SecretCaStore({ kc: operator, namespace: NAMESPACE, name: SECRET }),
-    dnsNames: serviceDnsNames(SERVICE, NAMESPACE),
+    store: new SecretCaStore({ kc: operator, namespace: ns, name: SECRET }),
+    dnsNames: serviceDnsNames(SERVICE, ns),
     checkIntervalMs: 200,
     registry,
   });
@@ -102,6 +141,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await reconciler?.stop();
   await provider?.stop();
+  await proxy?.stop();
   await t?.stop();
 });
 
@@ -159,14 +199,14 @@ describe('caBundle reconciler', () => {
   it('follows a CA change in the Secret', async () => {
     const old = want();
     const core = t.kc.makeApiClient(CoreV1Api);
-    const secret = await core.readNamespacedSecret({ name: SECRET, namespace: NAMESPACE });
+    const secret = await core.readNamespacedSecret({ name: SECRET, namespace: ns });
     const foreign = await generateCa({ now: Date.now(), validityMs: 86_400_000 });
     const data = Object.fromEntries(
       Object.entries(caData({ current: foreign })).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
     );
     await core.replaceNamespacedSecret({
       name: SECRET,
-      namespace: NAMESPACE,
+      namespace: ns,
       body: { metadata: { name: SECRET, resourceVersion: secret.metadata?.resourceVersion }, data },
     });
     await eventually(() => want() !== old);
@@ -180,10 +220,10 @@ describe('caBundle reconciler', () => {
   it('never undoes a concurrent change: the guarded patch gets a 409, re-reads and retries', async () => {
     await eventually(allWanted);
     // Hold the operator's next patch of the validating configuration while someone else changes it.
-    const held = t.sandbox.faults.inject({
+    const held = proxy.inject({
       verbs: ['patch'],
       resource: 'validatingwebhookconfigurations',
-      user: 'operator',
+      user: operatorUser,
       delayMs: 500,
       times: 1,
     });

@@ -1,13 +1,14 @@
 // Rotation under continuous traffic, end to end, with lifetimes shrunk to seconds: two replicas (each its
-// own provider and HTTPS server) share the CA Secret; the leader's reconciler keeps the webhook
-// configuration's caBundle; the sandbox API server calls the webhook (failurePolicy Fail) for every
-// ConfigMap create, and a direct client trusting exactly the configuration's caBundle makes fresh TLS
-// handshakes to both replicas. Leaves rotate every ~2 s and the CA rotates once; no request may fail.
+// own provider and HTTPS server, its own user with the install's rules) share the CA Secret; the leader's
+// reconciler keeps the webhook configuration's caBundle; the real API server calls the webhook
+// (failurePolicy Fail) through its Service for every ConfigMap create in the test's namespace, and a direct
+// client trusting exactly the configuration's caBundle makes fresh TLS handshakes to both replicas. Leaves
+// rotate every ~4 s and the CA rotates once; no request may fail.
 import { X509Certificate } from 'node:crypto';
 import { createServer, request, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { AdmissionregistrationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, CoreV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCaData } from '../../../certs/authority.ts';
 import { SecretCaStore } from '../../../certs/ca-store.ts';
@@ -15,16 +16,30 @@ import { CaBundleReconciler } from '../../../certs/cabundle.ts';
 import { serviceDnsNames } from '../../../certs/create.ts';
 import { SelfSignedCertificateProvider } from '../../../certs/selfsigned.ts';
 import { attachToTlsServer } from '../../../certs/tls-server.ts';
+import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
-const NAMESPACE = 'berth-system';
-const APPS = 'apps';
 const SECRET = 'berth-operator-webhook-ca';
 const SERVICE = 'berth-operator-webhook';
-const CONFIG = 'berth-rotation-test';
-const SERVER_NAME = `${SERVICE}.${NAMESPACE}.svc`;
+const CONFIG = uniqueName('berth-rotation-test');
+/** The reconciler's mutating configuration, which does not exist here. */
+const NO_CONFIG = uniqueName('none-in-this-test');
 const TLS_OPTIONS = { minVersion: 'TLSv1.2' } as const;
+const ADMISSION = 'admissionregistration.k8s.io';
+const CONFIGURATIONS = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'];
+/** The install's rules (scripts/deploy-rbac.ts): the CA Secret for each replica, the caBundle for the leader. */
+const SECRET_RULES: V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['secrets'], resourceNames: [SECRET], verbs: ['get', 'update'] },
+];
+const CABUNDLE_RULES: V1PolicyRule[] = [
+  {
+    apiGroups: [ADMISSION],
+    resources: CONFIGURATIONS,
+    resourceNames: [CONFIG, NO_CONFIG],
+    verbs: ['get', 'list', 'watch', 'patch'],
+  },
+];
 
 interface Replica {
   provider: SelfSignedCertificateProvider;
@@ -33,7 +48,12 @@ interface Replica {
   detach: () => void;
 }
 
-let t: TestSandbox;
+let t: TestCluster;
+/** Stands for the operator namespace. */
+let ns: string;
+/** Where the webhook applies. */
+let apps: string;
+let serverName: string;
 const replicas: Replica[] = [];
 let reconciler: CaBundleReconciler | undefined;
 
@@ -50,16 +70,20 @@ function reviewResponse(body: string): string {
   });
 }
 
-async function startReplica(user: string): Promise<Replica> {
-  const kc = t.kubeConfigFor(t.sandbox.users.add(user).kubeconfig);
+async function startReplica(name: string): Promise<Replica> {
+  const user = await t.user(uniqueName(name));
+  await t.grant(user.username, SECRET_RULES, ns);
   const provider = new SelfSignedCertificateProvider({
-    store: new SecretCaStore({ kc, namespace: NAMESPACE, name: SECRET }),
-    dnsNames: serviceDnsNames(SERVICE, NAMESPACE),
-    leafValidityMs: 3_000,
-    caValidityMs: 12_000,
-    // Backdating (1.2 s) and whole-second notBefore eat into this; what is left must cover the bundle's
+    store: new SecretCaStore({ kc: user.kc, namespace: ns, name: SECRET }),
+    dnsNames: serviceDnsNames(SERVICE, ns),
+    // A leaf is renewed a third of its life before it expires, after a read of the CA Secret: on the real
+    // API server under load that read took up to a second (the in-process fake: milliseconds), so the
+    // leaves live 6 s, not 3.
+    leafValidityMs: 6_000,
+    caValidityMs: 24_000,
+    // Backdating (2.4 s) and whole-second notBefore eat into this; what is left must cover the bundle's
     // journey from the Secret to the configuration (a 200 ms poll and one reconcile).
-    caPropagationMs: 4_000,
+    caPropagationMs: 8_000,
     checkIntervalMs: 200,
     retry: { minMs: 100, maxMs: 1_000 },
   });
@@ -75,7 +99,8 @@ async function startReplica(user: string): Promise<Replica> {
     });
   });
   const detach = attachToTlsServer(provider, server, TLS_OPTIONS);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // On every address: the API server reaches it through the Service's EndpointSlice at t.hostAddress.
+  await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
   const replica = { provider, server, port: (server.address() as AddressInfo).port, detach };
   replicas.push(replica);
   return replica;
@@ -93,7 +118,7 @@ function call(port: number, caPem: string): Promise<{ leaf: string; issuer: stri
       {
         host: '127.0.0.1',
         port,
-        servername: SERVER_NAME,
+        servername: serverName,
         path: '/validate',
         method: 'POST',
         ca: caPem,
@@ -120,11 +145,12 @@ function call(port: number, caPem: string): Promise<{ leaf: string; issuer: stri
 }
 
 beforeAll(async () => {
-  t = await startTestSandbox();
-  const core = t.kc.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  await core.createNamespace({ body: { metadata: { name: APPS, labels: { admission: 'on' } } } });
-  await t.kc.makeApiClient(AdmissionregistrationV1Api).createValidatingWebhookConfiguration({
+  t = await TestCluster.shared();
+  ns = await t.namespace('rotation');
+  apps = await t.namespace('rotation-apps');
+  serverName = `${SERVICE}.${ns}.svc`;
+  const admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
+  await admission.createValidatingWebhookConfiguration({
     body: {
       metadata: { name: CONFIG },
       webhooks: [
@@ -134,15 +160,18 @@ beforeAll(async () => {
           sideEffects: 'None',
           failurePolicy: 'Fail',
           timeoutSeconds: 5,
-          clientConfig: { service: { namespace: NAMESPACE, name: SERVICE, path: '/validate' } },
+          clientConfig: { service: { namespace: ns, name: SERVICE, path: '/validate' } },
           rules: [
             { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] },
           ],
-          namespaceSelector: { matchLabels: { admission: 'on' } },
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': apps } },
         },
       ],
     },
   });
+  t.onCleanup(`validatingwebhookconfiguration ${CONFIG}`, () =>
+    admission.deleteValidatingWebhookConfiguration({ name: CONFIG }),
+  );
 });
 
 afterAll(async () => {
@@ -159,11 +188,12 @@ describe('certificate rotation under traffic', () => {
   it('serves every request across leaf and CA rotations, through the API server and directly', async () => {
     const leader = await startReplica('replica-a');
     await startReplica('replica-b');
-    t.sandbox.services.map(NAMESPACE, SERVICE, { host: '127.0.0.1', port: leader.port });
-    const leaderKc = t.kubeConfigFor(t.sandbox.users.add('leader').kubeconfig);
+    await t.routeService(ns, SERVICE, [{ port: leader.port }]);
+    const leaderUser = await t.user(uniqueName('leader'));
+    await t.grant(leaderUser.username, CABUNDLE_RULES);
     reconciler = new CaBundleReconciler({
-      kc: leaderKc,
-      mutatingWebhookConfiguration: 'none-in-this-test',
+      kc: leaderUser.kc,
+      mutatingWebhookConfiguration: NO_CONFIG,
       validatingWebhookConfiguration: CONFIG,
       source: leader.provider,
       resyncIntervalMs: 1_000,
@@ -205,7 +235,7 @@ describe('certificate rotation under traffic', () => {
       while (running) {
         try {
           await core.createNamespacedConfigMap({
-            namespace: APPS,
+            namespace: apps,
             body: { metadata: { generateName: 'cm-' } },
           });
           apiCalls.ok++;
@@ -235,7 +265,7 @@ describe('certificate rotation under traffic', () => {
       // the old CA, expired, has left the caBundle again.
       await eventually(
         async () => {
-          const secret = await core2.readNamespacedSecret({ name: SECRET, namespace: NAMESPACE });
+          const secret = await core2.readNamespacedSecret({ name: SECRET, namespace: ns });
           const data = Object.fromEntries(
             Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
           );

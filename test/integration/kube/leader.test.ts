@@ -1,7 +1,8 @@
-// Three electors against the sandbox API server through client-node: at most one leader at every
-// instant (sampled every few ms for the whole test, and cross-checked against the Lease), hand-over on
-// release, failover when the leader stops renewing.
-import { CoordinationV1Api } from '@kubernetes/client-node';
+// Three electors against the real API server through client-node (each its own user, with the install's
+// least-privilege Lease rules, through the fault proxy): at most one leader at every instant (sampled every
+// few ms for the whole test, and cross-checked against the Lease), hand-over on release, failover when the
+// leader stops renewing.
+import { CoordinationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DispatcherReuse, typedRequestOptions } from '../../../src/kube/client.ts';
 import {
@@ -12,24 +13,41 @@ import {
   leaseDurationSeconds,
 } from '../../../src/kube/leader.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
-const NAMESPACE = 'default';
 const LEASE = 'elector-test';
 const LEASE_MS = 2_000;
 const RENEW_DEADLINE_MS = 1_000;
 const RETRY_MS = 250;
 
-let t: TestSandbox;
+let t: TestCluster;
+let proxy: ApiProxy;
+let ns: string;
 beforeAll(async () => {
-  t = await startTestSandbox();
+  t = await TestCluster.shared();
+  ns = await t.namespace('leader');
+  proxy = await ApiProxy.start(t);
 });
 afterAll(async () => {
+  await proxy?.stop();
   await t?.stop();
 });
 
+/** What the install grants for leader election (scripts/deploy-rbac.ts), for Lease `name`. */
+const leaseRules = (name: string): V1PolicyRule[] => [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    resourceNames: [name],
+    verbs: ['get', 'list', 'update', 'watch'],
+  },
+];
+
 interface Candidate {
+  /** The user name, unique in the run (faults target it). */
   user: string;
   elector: LeaderElector;
   stop: AbortController;
@@ -37,19 +55,21 @@ interface Candidate {
   startedAt: number[];
 }
 
-function candidate(
-  user: string,
+async function candidate(
+  name: string,
   timing: { lease: string; leaseMs: number; renewMs: number; retryMs: number } = {
     lease: LEASE,
     leaseMs: LEASE_MS,
     renewMs: RENEW_DEADLINE_MS,
     retryMs: RETRY_MS,
   },
-): Candidate {
-  const kc = kubeConfigFrom(t.sandbox.users.add(user).kubeconfig);
+): Promise<Candidate> {
+  const { username: user, kubeconfig } = await t.user(uniqueName(name));
+  await t.grant(user, leaseRules(timing.lease), ns);
+  const kc = t.kubeConfigFor(proxy.kubeconfigFor(kubeconfig));
   const elector = new LeaderElector({
     client: kubeLeaseClient(kc),
-    namespace: NAMESPACE,
+    namespace: ns,
     name: timing.lease,
     identity: `${user}_id`,
     leaseDurationMs: timing.leaseMs,
@@ -95,7 +115,7 @@ describe('leader election against the API server', () => {
       while (checking) {
         const before = leaders();
         const lease = await leases
-          .readNamespacedLease({ name: LEASE, namespace: NAMESPACE }, checkerOptions)
+          .readNamespacedLease({ name: LEASE, namespace: ns }, checkerOptions)
           .catch(() => undefined);
         const after = leaders();
         if (lease && before.length === 1 && after.length === 1 && before[0] === after[0]) {
@@ -109,7 +129,7 @@ describe('leader election against the API server', () => {
     })();
 
     try {
-      all.push(candidate('a'), candidate('b'), candidate('c'));
+      all.push(...(await Promise.all([candidate('a'), candidate('b'), candidate('c')])));
       const first = await eventually(soleLeader, { timeoutMs: 5_000 });
 
       // Steady state: the same single leader, renewing, for several lease durations' worth of retries.
@@ -118,12 +138,12 @@ describe('leader election against the API server', () => {
         expect(leaders()).toEqual([first]);
         await new Promise((r) => setTimeout(r, 25));
       }
-      const lease = await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE });
+      const lease = await leases.readNamespacedLease({ name: LEASE, namespace: ns });
       expect(lease.spec?.holderIdentity).toBe(first.elector.identity);
       expect(lease.spec?.leaseDurationSeconds).toBe(leaseDurationSeconds(LEASE_MS));
       expect(lease.spec?.leaseTransitions).toBe(0);
       // What the API server stored is MicroTime with exactly six fractional digits.
-      const raw = await t.kubectl(['get', 'lease', LEASE, '-n', NAMESPACE, '-o', 'json']);
+      const raw = await t.kubectl(['get', 'lease', LEASE, '-n', ns, '-o', 'json']);
       const spec = (JSON.parse(raw.stdout) as { spec: { renewTime: string; acquireTime: string } }).spec;
       expect(spec.renewTime).toMatch(/\.\d{6}Z$/);
       expect(spec.acquireTime).toMatch(/\.\d{6}Z$/);
@@ -141,7 +161,7 @@ describe('leader election against the API server', () => {
       const handover = (second.startedAt[0] ?? Number.NaN) - releasedAt;
       expect(second).not.toBe(first);
       expect(handover).toBeLessThan(2 * RETRY_MS);
-      expect((await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE })).spec).toMatchObject({
+      expect((await leases.readNamespacedLease({ name: LEASE, namespace: ns })).spec).toMatchObject({
         holderIdentity: second.elector.identity,
         leaseTransitions: 1,
       });
@@ -149,7 +169,7 @@ describe('leader election against the API server', () => {
       // Failover: the leader is cut off from the API server (every Lease request of its user fails).
       // It must step down within its renew deadline, and the last candidate must take over once the
       // record has not changed for the lease duration: within lease duration + one (jittered) poll.
-      const fault = t.sandbox.faults.inject({ user: second.user, resource: 'leases', status: 503 });
+      const fault = proxy.inject({ user: second.user, resource: 'leases', status: 503 });
       const cutAt = Date.now();
       try {
         expect(await second.done).toEqual({ led: true, lost: true, released: false });
@@ -161,7 +181,7 @@ describe('leader election against the API server', () => {
         const failover = (third.startedAt[0] ?? Number.NaN) - cutAt;
         expect(failover).toBeGreaterThanOrEqual(LEASE_MS - RETRY_MS - 50); // it did wait for expiry
         expect(failover).toBeLessThanOrEqual(LEASE_MS + (1 + JITTER_FACTOR) * RETRY_MS + 300);
-        expect((await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE })).spec).toMatchObject({
+        expect((await leases.readNamespacedLease({ name: LEASE, namespace: ns })).spec).toMatchObject({
           holderIdentity: third.elector.identity,
           leaseTransitions: 2,
         });
@@ -170,7 +190,7 @@ describe('leader election against the API server', () => {
       } finally {
         fault.remove();
       }
-      const final = await leases.readNamespacedLease({ name: LEASE, namespace: NAMESPACE });
+      const final = await leases.readNamespacedLease({ name: LEASE, namespace: ns });
       expect(final.spec).toMatchObject({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 2 });
     } finally {
       for (const c of all) c.stop.abort();
@@ -189,10 +209,10 @@ describe('leader election against the API server', () => {
   it('a waiting candidate takes a released Lease at once (it watches it), not at its next retry', async () => {
     // Retries at least 40 s apart: only the watch of the Lease can explain a take-over within the deadline below.
     const slow = { lease: 'watched', leaseMs: 90_000, renewMs: 60_000, retryMs: 40_000 };
-    const first = candidate('watch-a', slow);
+    const first = await candidate('watch-a', slow);
     await eventually(() => first.elector.isLeader(), { timeoutMs: 10_000 });
-    const second = candidate('watch-b', slow);
-    await eventually(() => second.elector.getLeader() === 'watch-a_id', { timeoutMs: 10_000 });
+    const second = await candidate('watch-b', slow);
+    await eventually(() => second.elector.getLeader() === first.elector.identity, { timeoutMs: 10_000 });
     first.stop.abort();
     expect((await first.done).released).toBe(true);
     await eventually(() => second.elector.isLeader(), { timeoutMs: 10_000 });

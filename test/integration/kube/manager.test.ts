@@ -1,7 +1,7 @@
-// Two managers (two "replicas") with real leader election against the sandbox API server: start and
-// stop order, the drain window in which the admission stand-in keeps serving after readiness dropped,
-// the Lease released only after the controllers stopped, hand-over to the other replica, and the
-// immediate exit on lost leadership.
+// Two managers (two "replicas") with real leader election against the real API server (each its own user,
+// through the fault proxy): start and stop order, the drain window in which the admission stand-in keeps
+// serving after readiness dropped, the Lease released only after the controllers stopped, hand-over to the
+// other replica, and the immediate exit on lost leadership.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
@@ -15,22 +15,29 @@ import {
 } from '../../../src/kube/manager.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
-const NS = 'default';
 const LEASE = 'manager-test';
 
-let t: TestSandbox;
+let t: TestCluster;
+let proxy: ApiProxy;
+let ns: string;
 beforeAll(async () => {
-  t = await startTestSandbox();
+  t = await TestCluster.shared();
+  ns = await t.namespace('manager');
+  proxy = await ApiProxy.start(t);
 });
 afterAll(async () => {
+  await proxy?.stop();
   await t?.stop();
 });
 
 interface Replica {
   name: string;
+  /** The user name, unique in the run (faults target it). */
+  user: string;
   manager: Manager;
   elector: LeaderElector;
   events: string[];
@@ -64,14 +71,30 @@ function webhookRunnable(): Runnable & { url: () => string } {
   };
 }
 
-function replica(name: string): Replica {
-  const kc = kubeConfigFrom(t.sandbox.users.add(name).kubeconfig);
+async function replica(name: string): Promise<Replica> {
+  const { username: user, kubeconfig } = await t.user(uniqueName(name));
+  await t.grant(
+    user,
+    [
+      // The install's leader-election rules (scripts/deploy-rbac.ts), and the workers' reads.
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: [LEASE],
+        verbs: ['get', 'list', 'update', 'watch'],
+      },
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['list'] },
+    ],
+    ns,
+  );
+  const kc = t.kubeConfigFor(proxy.kubeconfigFor(kubeconfig));
   const core = kc.makeApiClient(CoreV1Api);
   const registry = createRegistry({ defaultMetrics: false });
   const logger = createLogger({ level: 'silent' });
   const elector = new LeaderElector({
     client: kubeLeaseClient(kc),
-    namespace: NS,
+    namespace: ns,
     name: LEASE,
     identity: `${name}_id`,
     leaseDurationMs: 2_000,
@@ -104,7 +127,7 @@ function replica(name: string): Replica {
       // Leader-only work: talks to the API server until told to stop.
       worker = (async () => {
         while (!signal.aborted) {
-          await core.listNamespacedConfigMap({ namespace: NS });
+          await core.listNamespacedConfigMap({ namespace: ns });
           if (!signal.aborted) beats.push(Date.now());
           await new Promise((r) => setTimeout(r, 20));
         }
@@ -119,13 +142,14 @@ function replica(name: string): Replica {
     needLeaderElection: false,
     group: 'caches',
     async start() {
-      await core.listNamespacedConfigMap({ namespace: NS }); // "synced"
+      await core.listNamespacedConfigMap({ namespace: ns }); // "synced"
     },
   });
   manager.add(webhook);
   const done = manager.run();
   return {
     name,
+    user,
     manager,
     elector,
     events,
@@ -145,15 +169,15 @@ async function status(url: string): Promise<number> {
 async function holder(): Promise<string | undefined> {
   const lease = await t.kc
     .makeApiClient(CoordinationV1Api)
-    .readNamespacedLease({ name: LEASE, namespace: NS });
+    .readNamespacedLease({ name: LEASE, namespace: ns });
   return lease.spec?.holderIdentity;
 }
 
 describe('Manager with leader election', () => {
   it('starts and stops in order, drains with webhooks serving, and hands the Lease over', async () => {
-    const a = replica('replica-a');
+    const a = await replica('replica-a');
     await eventually(() => a.elector.isLeader(), { timeoutMs: 5_000 });
-    const b = replica('replica-b');
+    const b = await replica('replica-b');
     try {
       await eventually(() => b.events.includes('leader-election-started'), { timeoutMs: 5_000 });
       await eventually(() => a.beats.length > 3, { timeoutMs: 5_000 });
@@ -211,7 +235,7 @@ describe('Manager with leader election', () => {
 
       // Lost leadership: cut replica-b off the API server. It exits at once with 1, without draining.
       b.events.length = 0;
-      const fault = t.sandbox.faults.inject({ user: 'replica-b', resource: 'leases', status: 500 });
+      const fault = proxy.inject({ user: b.user, resource: 'leases', status: 500 });
       try {
         const lost = await b.done;
         expect(lost).toEqual({ exitCode: 1, reason: 'leader election lost' });
