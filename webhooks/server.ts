@@ -10,8 +10,9 @@
 // Slow or idle clients cannot hold connections: the TLS handshake, the request headers and the whole
 // request each have a deadline, enforced every second (see ServerTimeouts).
 // Certificates hot-swap through setSecureContext without dropping connections.
+import type { IncomingMessage } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { type SecureContextOptions, connect as tlsConnect } from 'node:tls';
 import Fastify, { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -280,6 +281,12 @@ export class AdmissionServer {
   #closing: Promise<void> | undefined;
   #port = 0;
   #dialHost = '127.0.0.1';
+  /**
+   * TLS connections that have not carried a request yet. Go's HTTP client (kube-apiserver's) dials spare
+   * connections and keeps them unused in its pool; Node's closeIdleConnections() leaves such a connection
+   * open, so close() would wait closeTimeoutMs for it.
+   */
+  readonly #unused = new Set<Socket>();
 
   constructor(options: AdmissionServerOptions) {
     this.#options = options;
@@ -307,6 +314,11 @@ export class AdmissionServer {
       forceCloseConnections: 'idle',
       logger: false,
     });
+    this.#app.server.on('secureConnection', (socket: Socket) => {
+      this.#unused.add(socket);
+      socket.once('close', () => this.#unused.delete(socket));
+    });
+    this.#app.server.on('request', (request: IncomingMessage) => this.#unused.delete(request.socket));
     this.#routes();
   }
 
@@ -383,8 +395,12 @@ export class AdmissionServer {
       () => server.closeAllConnections(),
       this.#options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS,
     );
-    // Connections that finish a request after close() started become idle; reap them as they do.
-    const reap = this.#clock.setInterval(() => server.closeIdleConnections(), 50);
+    // Connections that finish a request after close() started become idle; reap them as they do, and
+    // those that never carried one.
+    const reap = this.#clock.setInterval(() => {
+      server.closeIdleConnections();
+      for (const socket of this.#unused) socket.destroy();
+    }, 50);
     try {
       await this.#app.close();
     } finally {

@@ -553,6 +553,17 @@ describe('lifecycle', () => {
     }
   });
 
+  // Go's HTTP client (kube-apiserver's) dials spare connections it may never use.
+  it('closes at once a connection that never carried a request', async () => {
+    const { server } = await startServer();
+    const spare = connect({ host: '127.0.0.1', port: server.port, ca: pki.caCert, servername: 'localhost' });
+    spare.on('error', () => {});
+    await new Promise((resolve) => spare.once('secureConnect', resolve));
+    const ended = new Promise((resolve) => spare.once('close', resolve));
+    await server.close(); // within the default close timeout of 60 s, longer than this test may take
+    await ended;
+  });
+
   it('cuts connections still busy after the close timeout', async () => {
     const { server } = await startServer({ closeTimeoutMs: 200 });
     const inFlight = send(server.port, body('held')).catch((err: Error) => err);
