@@ -1,16 +1,21 @@
+// Two clusters, each a control plane of its own set up as the install does (CRD, namespaces, the
+// install's RBAC, the webhook configurations naming the webhook Service), each running `berth-operator run`
+// in-process as its service account, and one embedded central lease server: the managed Deployment runs
+// in exactly one cluster at every instant, as both clusters' Pod watches see it.
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   type KubernetesObject,
+  KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rbacLayers } from '../../../scripts/deploy-rbac.ts';
 import { type BerthLease, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { findCondition } from '../../../src/berth/status.ts';
 import { parseFlags } from '../../../src/cli.ts';
@@ -24,14 +29,13 @@ import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
+import { type ServiceAccountUser, type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 import { Timeline } from '../../helpers/timeline.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 import {
   appDeployment,
   deploymentLease,
-  FAST_SIMULATOR,
   GATE,
   NS,
   OPERATOR_NS,
@@ -58,18 +62,21 @@ interface RunningOperator {
 
 class Cluster {
   readonly name: string;
-  readonly t: TestSandbox;
+  readonly t: TestCluster;
   readonly custom: CustomObjectsApi;
   readonly apps: AppsV1Api;
   readonly core: CoreV1Api;
   operator: RunningOperator | undefined;
+  readonly #account: ServiceAccountUser;
+  #webhookRoute: ServiceRoute | undefined;
   readonly #watch: Informer<KubernetesObject>;
   readonly #transport: KubeTransport;
   readonly #stopWatch = new AbortController();
 
-  private constructor(name: string, t: TestSandbox, timeline: Timeline) {
+  private constructor(name: string, t: TestCluster, account: ServiceAccountUser, timeline: Timeline) {
     this.name = name;
     this.t = t;
+    this.#account = account;
     this.custom = t.kc.makeApiClient(CustomObjectsApi);
     this.apps = t.kc.makeApiClient(AppsV1Api);
     this.core = t.kc.makeApiClient(CoreV1Api);
@@ -87,29 +94,24 @@ class Cluster {
     });
   }
 
-  /** A sandbox set up as the install does: CRD, namespaces, the operator's account and Service, webhooks. */
+  /**
+   * A control plane of its own set up as the install does: CRD, namespaces, the install's RBAC (base and
+   * self-signed layers) for the operator's account, the webhook configurations (their CA left to the
+   * operator). The webhook Service is routed to the operator once it listens.
+   */
   static async start(name: string, timeline: Timeline): Promise<Cluster> {
-    const t = await startTestSandbox({ simulateWorkloads: true, simulator: FAST_SIMULATOR });
-    const cluster = new Cluster(name, t, timeline);
-    await installBerthLeaseCrd(t.kc);
-    for (const ns of [NS, OPERATOR_NS])
-      await cluster.core.createNamespace({ body: { metadata: { name: ns } } });
-    await cluster.core.createNamespacedServiceAccount({
-      namespace: OPERATOR_NS,
-      body: { metadata: { name: SERVICE_ACCOUNT } },
-    });
-    await cluster.core.createNamespacedService({
-      namespace: OPERATOR_NS,
-      body: {
-        metadata: { name: WEBHOOK_SERVICE },
-        spec: { ports: [{ name: 'webhook', port: 443, targetPort: 9443 }] },
-      },
-    });
+    const t = await TestCluster.own();
+    await t.installBerthLeaseCrd();
+    for (const ns of [NS, OPERATOR_NS]) await t.createNamespace(ns);
+    const objects = KubernetesObjectApi.makeApiClient(t.kc);
+    const rbac = rbacLayers();
+    for (const o of [...rbac.base.objects, ...rbac.selfSigned.objects]) await objects.create(o);
+    const account = await t.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT);
+    const cluster = new Cluster(name, t, account, timeline);
     const admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
     const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE };
     await admission.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
     await admission.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
-    await eventually(() => cluster.custom.listNamespacedCustomObject({ ...cluster.ref() }));
     cluster.#watch.start(cluster.#stopWatch.signal);
     await cluster.#watch.waitForSync();
     return cluster;
@@ -142,15 +144,16 @@ class Cluster {
     const isReady = new Promise<void>((resolve) => {
       ready = resolve;
     });
+    let routed: Promise<void> | undefined;
     const { manager } = buildOperator(config, {
-      kubeConfig: kubeConfigFrom(
-        this.t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig,
-      ),
+      kubeConfig: this.t.kubeConfigFor(this.#account.kubeconfig),
       namespace: OPERATOR_NS,
       logger: silent(),
       features,
-      onWebhookListening: (port) =>
-        this.t.sandbox.services.map(OPERATOR_NS, WEBHOOK_SERVICE, { host: '127.0.0.1', port }),
+      onWebhookListening: (port) => {
+        routed = this.#routeWebhook(port);
+        routed.catch(() => {}); // awaited below
+      },
       onLifecycle: (e) => {
         if (e.step === 'ready') ready();
       },
@@ -158,13 +161,27 @@ class Cluster {
     const done = manager.run();
     await isReady;
     await manager.elected;
-    // Admission works once the operator has put its CA into both configurations.
+    await routed;
+    // Admission works once the operator has put its CA into both configurations and kube-apiserver
+    // trusts it (until then a Pod creation fails closed: the webhook's certificate is unknown).
     const admission = this.t.kc.makeApiClient(AdmissionregistrationV1Api);
     await eventually(async () => {
       const m = await admission.readMutatingWebhookConfiguration({ name: DEFAULT_CONFIGURATION_NAME });
       const v = await admission.readValidatingWebhookConfiguration({ name: DEFAULT_CONFIGURATION_NAME });
       return !!m.webhooks?.[0]?.clientConfig.caBundle && !!v.webhooks?.[0]?.clientConfig.caBundle;
     });
+    await eventually(
+      () =>
+        this.core.createNamespacedPod({
+          namespace: NS,
+          dryRun: 'All',
+          body: {
+            metadata: { generateName: 'admission-probe-' },
+            spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+          },
+        }),
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     let stopping: Promise<number> | undefined;
     this.operator = {
       manager,
@@ -172,12 +189,19 @@ class Cluster {
         stopping ??= (async () => {
           manager.stop('test');
           const result = await done;
-          this.t.sandbox.services.unmap(OPERATOR_NS, WEBHOOK_SERVICE);
+          await this.#webhookRoute?.remove();
           return result.exitCode;
         })();
         return stopping;
       },
     };
+  }
+
+  /** The webhook Service's endpoint: this machine, the operator's port. */
+  async #routeWebhook(port: number): Promise<void> {
+    const endpoints = [{ port }];
+    if (this.#webhookRoute) await this.#webhookRoute.update(endpoints);
+    else this.#webhookRoute = await this.t.routeService(OPERATOR_NS, WEBHOOK_SERVICE, endpoints);
   }
 
   async stopOperator(): Promise<number> {
@@ -322,17 +346,19 @@ describe('a managed Deployment guarded by one BerthLease in two clusters', () =>
       timeoutMs: 15_000,
       intervalMs: 10,
     });
+    // A Pod that ran stops when it is removed (a terminating Pod still runs). Not every removal: the real
+    // ReplicaSet controller may replace a drained Pod before the Deployment controller scales it down, and
+    // that replacement, born gated and never registered, never runs and may go after the release.
     const lastStopped = timeline.last(holder, 'stopped', stoppedAt);
-    const lastRemoved = timeline.last(holder, 'removed', stoppedAt);
     const firstUngated = timeline.first(next, 'ungated', stoppedAt);
     const firstRunning = timeline.first(next, 'running', stoppedAt);
-    expect(lastStopped && lastRemoved && firstUngated && firstRunning).toBeTruthy();
-    expect(lastRemoved?.at ?? Number.POSITIVE_INFINITY).toBeLessThan(firstUngated?.at ?? 0);
-    measured.drainedMs = (lastRemoved?.at ?? 0) - stoppedAt;
+    expect(lastStopped && firstUngated && firstRunning).toBeTruthy();
+    expect(lastStopped?.at ?? Number.POSITIVE_INFINITY).toBeLessThan(firstUngated?.at ?? 0);
+    measured.drainedMs = (lastStopped?.at ?? 0) - stoppedAt;
     measured.operatorStopMs = stoppedOperatorMs;
     measured.otherUngatedMs = (firstUngated?.at ?? 0) - stoppedAt;
     measured.otherRunningMs = (firstRunning?.at ?? 0) - stoppedAt;
-    measured.gapMs = (firstUngated?.at ?? 0) - (lastRemoved?.at ?? 0);
+    measured.gapMs = (firstUngated?.at ?? 0) - (lastStopped?.at ?? 0);
     // Released, not expired: the other cluster did not wait for the TTL.
     expect(measured.otherRunningMs).toBeLessThan(TTL_S * 1000 + 2_000);
     const released = await clusterOf(holder).lease(LEASE);

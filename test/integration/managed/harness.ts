@@ -1,3 +1,11 @@
+// The managed-workload path on a control plane of its own: the BerthLease CRD, the lease and operator
+// namespaces, the operator's least-privilege RBAC and service account, and the operator's real
+// WorkloadAdmission (an HTTPS server in this process) behind the install's fail-closed webhook
+// configurations, which name the webhook Service: kube-apiserver reaches the server through
+// TestCluster.routeService. The configurations are cluster-wide with fixed names and the controllers
+// reconcile every namespace, so each file starts a cluster of its own. The operator (its controllers and
+// the webhook's client) talks to the API server through an ApiProxy, so that a test can fail or count its
+// requests.
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
@@ -12,9 +20,17 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
+import { createAuthority } from '../../../hack/controlplane/pki.ts';
+import {
+  type BerthLease,
+  type BerthLeaseSpec,
+  GROUP,
+  MUTATE_WORKLOADS_PATH,
+  PLURAL,
+  VALIDATE_WORKLOADS_PATH,
+  VERSION,
+} from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
@@ -25,16 +41,16 @@ import type { Clock } from '../../../src/kube/clock.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
-import type { SimulatorOptions } from '../../../src/sandbox/index.ts';
 import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
-import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
+import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { type ServiceAccountUser, type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
-import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 import { RecordingLeaseClient, reconcileContext, sumMetric } from '../berth/harness.ts';
 
 export const NS = 'team-a';
@@ -48,15 +64,6 @@ export const MANAGED_LEASE = 'berth.skaphos.io/managed-lease';
 export const STOP_FENCE = 'berth.skaphos.io/stop-fence';
 export const VALIDATE_DENIED = 'admission webhook "validate-workloads.berth.skaphos.io" denied the request: ';
 export const MUTATE_DENIED = 'admission webhook "mutate-workloads.berth.skaphos.io" denied the request: ';
-
-/** Short simulator delays: Pods Ready 20 ms after binding, removed 100 ms into their grace. */
-export const FAST_SIMULATOR: SimulatorOptions = {
-  kubeletReadyDelayMs: 20,
-  terminationGraceMs: 100,
-  jobRunMs: 100,
-  retryBaseMs: 10,
-  retryMaxMs: 200,
-};
 
 export const silent = (): Logger => createLogger({ level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' });
 
@@ -107,25 +114,31 @@ export const isGated = (pod: V1Pod): boolean =>
 export const isRunning = (pod: V1Pod): boolean =>
   !!pod.spec?.nodeName && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
 
-export interface ClusterOptions {
-  rbac?: boolean;
-  simulator?: SimulatorOptions;
-}
+/** The admission requests the server answered on `path` (its controller-runtime request counter). */
+const served = async (registry: Registry, path: string): Promise<number> =>
+  (await sumMetric(registry, 'controller_runtime_webhook_requests_total', { webhook: path })) ?? 0;
 
 export class ManagedCluster {
-  readonly t: TestSandbox;
+  readonly t: TestCluster;
+  /** In front of kube-apiserver for the operator's clients (controllers and webhook): faults, counts. */
+  readonly proxy: ApiProxy;
   readonly name: string;
   readonly custom: CustomObjectsApi;
   readonly apps: AppsV1Api;
   readonly batch: BatchV1Api;
   readonly core: CoreV1Api;
   readonly events: EventsV1Api;
+  readonly #operator: ServiceAccountUser;
   #server: AdmissionServer | undefined;
   #admission: KubeWorkloadAdmission | undefined;
+  #route: ServiceRoute | undefined;
+  #caBundle: string | undefined;
   readonly admissionRegistry: Registry = createRegistry({ defaultMetrics: false });
 
-  private constructor(t: TestSandbox, name: string) {
+  private constructor(t: TestCluster, proxy: ApiProxy, operator: ServiceAccountUser, name: string) {
     this.t = t;
+    this.proxy = proxy;
+    this.#operator = operator;
     this.name = name;
     this.custom = t.kc.makeApiClient(CustomObjectsApi);
     this.apps = t.kc.makeApiClient(AppsV1Api);
@@ -134,26 +147,15 @@ export class ManagedCluster {
     this.events = t.kc.makeApiClient(EventsV1Api);
   }
 
-  static async start(name: string, o: ClusterOptions = {}): Promise<ManagedCluster> {
-    const t = await startTestSandbox({
-      rbac: o.rbac ?? true,
-      simulateWorkloads: true,
-      simulator: {
-        ...(o.simulator ?? FAST_SIMULATOR),
-        // BERTH_TEST_LOGS=1 also shows the simulated controllers' failed reconciles (denials, conflicts).
-        ...(process.env.BERTH_TEST_LOGS
-          ? {
-              onError: (controller: string, key: string, error: unknown) =>
-                console.error(`simulator ${controller} ${key}: ${String(error)}`),
-            }
-          : {}),
-      },
-    });
-    const cluster = new ManagedCluster(t, name);
+  /** A control plane of its own set up as above, admission served (call in beforeAll, once per file). */
+  static async start(name: string): Promise<ManagedCluster> {
+    const t = await TestCluster.own();
+    let proxy: ApiProxy | undefined;
+    let cluster: ManagedCluster | undefined;
     try {
-      await installBerthLeaseCrd(t.kc);
-      for (const ns of [NS, OPERATOR_NS])
-        await cluster.core.createNamespace({ body: { metadata: { name: ns } } });
+      proxy = await ApiProxy.start(t);
+      await t.installBerthLeaseCrd();
+      for (const ns of [NS, OPERATOR_NS]) await t.createNamespace(ns);
       const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
       const [role, binding] = berthLeaseRbacObjects({
         name: 'berth-operator',
@@ -162,21 +164,28 @@ export class ManagedCluster {
       });
       await rbac.createClusterRole({ body: role });
       await rbac.createClusterRoleBinding({ body: binding });
-      await eventually(async () => {
-        await cluster.custom.listNamespacedCustomObject({ ...cluster.ref() });
-        return true;
-      });
+      const operator = await t.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT);
+      cluster = new ManagedCluster(t, proxy, operator, name);
       await cluster.startWebhooks();
       return cluster;
     } catch (err) {
-      await cluster.stop();
+      if (cluster) await cluster.stop();
+      else {
+        await proxy?.stop();
+        await t.stop();
+      }
       throw err;
     }
   }
 
-  /** The operator's WorkloadAdmission, as its service account, behind the fail-closed configurations. */
+  /**
+   * The operator's WorkloadAdmission, as its service account, behind the fail-closed configurations
+   * (created the first time), listening on every address for the Service's EndpointSlice. Returns once
+   * kube-apiserver calls both webhooks.
+   */
   async startWebhooks(): Promise<void> {
-    const pki = await testPki([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
+    const ca = await createAuthority('berth-webhook-ca');
+    const pair = await ca.serving([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
     this.#admission = kubeWorkloadAdmission({
       kc: this.operatorKubeConfig(),
       operatorUser: OPERATOR_USER,
@@ -184,25 +193,79 @@ export class ManagedCluster {
     });
     this.#server = new AdmissionServer({
       port: 0,
-      host: '127.0.0.1',
-      certificates: new SwappableCertificates(pki.pair),
+      certificates: new SwappableCertificates({ ...pair, ca: ca.cert }),
       handlers: this.#admission.handlers,
       registry: this.admissionRegistry,
     });
     await this.#server.start();
-    this.t.sandbox.services.map(OPERATOR_NS, WEBHOOK_SERVICE, { host: '127.0.0.1', port: this.#server.port });
+    const endpoints = [{ port: this.#server.port }];
+    if (this.#route) await this.#route.update(endpoints);
+    else this.#route = await this.t.routeService(OPERATOR_NS, WEBHOOK_SERVICE, endpoints);
     const configs = this.t.kc.makeApiClient(AdmissionregistrationV1Api);
-    const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE, caBundle: pki.caBundle };
-    await configs.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
-    await configs.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
+    const params = {
+      namespace: OPERATOR_NS,
+      serviceName: WEBHOOK_SERVICE,
+      caBundle: Buffer.from(ca.cert).toString('base64'),
+    };
+    const mutating = mutatingWebhookConfiguration(params);
+    const validating = validatingWebhookConfiguration(params);
+    const name = mutating.metadata?.name ?? '';
+    if (this.#caBundle === undefined) {
+      await configs.createMutatingWebhookConfiguration({ body: mutating });
+      await configs.createValidatingWebhookConfiguration({ body: validating });
+    } else {
+      // A new CA: the same configurations, trusting it.
+      const m = await configs.readMutatingWebhookConfiguration({ name });
+      const v = await configs.readValidatingWebhookConfiguration({ name });
+      const resourceVersion = (o: { metadata?: { resourceVersion?: string } }) => o.metadata?.resourceVersion;
+      await configs.replaceMutatingWebhookConfiguration({
+        name,
+        body: { ...mutating, metadata: { ...mutating.metadata, resourceVersion: resourceVersion(m) } },
+      });
+      await configs.replaceValidatingWebhookConfiguration({
+        name,
+        body: { ...validating, metadata: { ...validating.metadata, resourceVersion: resourceVersion(v) } },
+      });
+    }
+    this.#caBundle = params.caBundle;
+    await this.#admissionServed();
+  }
+
+  /**
+   * Until kube-apiserver calls both webhooks (it picks up configurations, EndpointSlices and their CA
+   * asynchronously): dry-run Pod creations, until the server has answered one on each path.
+   */
+  async #admissionServed(): Promise<void> {
+    const [mutated, validated] = [
+      await served(this.admissionRegistry, MUTATE_WORKLOADS_PATH),
+      await served(this.admissionRegistry, VALIDATE_WORKLOADS_PATH),
+    ];
+    await eventually(
+      async () => {
+        await this.core.createNamespacedPod({
+          namespace: NS,
+          dryRun: 'All',
+          body: {
+            metadata: { generateName: 'admission-probe-' },
+            spec: { containers: [{ name: 'c', image: 'registry.example.com/app:1' }] },
+          },
+        });
+        return (
+          (await served(this.admissionRegistry, MUTATE_WORKLOADS_PATH)) > mutated &&
+          (await served(this.admissionRegistry, VALIDATE_WORKLOADS_PATH)) > validated
+        );
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
   }
 
   ref(): { group: string; version: string; plural: string; namespace: string } {
     return { group: GROUP, version: VERSION, plural: PLURAL, namespace: NS };
   }
 
+  /** The operator's service account, through the proxy. */
   operatorKubeConfig(): KubeConfig {
-    return kubeConfigFrom(this.t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig);
+    return this.t.kubeConfigFor(this.proxy.kubeconfigFor(this.#operator.kubeconfig));
   }
 
   async createLease(name: string, spec: BerthLeaseSpec, namespace = NS): Promise<BerthLease> {
@@ -253,11 +316,11 @@ export class ManagedCluster {
   }
 
   /**
-   * Counts the operator's writes (update, patch) to a resource from now on: a fault rule that neither
-   * fails nor delays is only counted.
+   * Counts the operator's writes (update, patch) to a resource from now on, at the proxy: a fault rule
+   * that neither fails nor delays is only counted.
    */
   countOperatorWrites(resource: string, subresource?: string): () => number {
-    const handle = this.t.sandbox.faults.inject({
+    const handle = this.proxy.inject({
       verbs: ['update', 'patch'],
       resource,
       ...(subresource === undefined ? {} : { subresource }),
@@ -275,6 +338,7 @@ export class ManagedCluster {
 
   async stop(): Promise<void> {
     await this.stopWebhooks();
+    await this.proxy.stop();
     await this.t.stop();
   }
 }

@@ -1,4 +1,4 @@
-// Two operator replicas in one cluster, with real leader election against the sandbox and the managed
+// Two operator replicas in one cluster, with real leader election against kube-apiserver and the managed
 // BerthLease controller as their leader-only work: a rolling update (the leader stops, the other replica
 // is up) must leave the guarded workload running — the successor resumes it from status, with the same
 // fencing token — while the last replica's stop hands it over (stopped, drained, released).

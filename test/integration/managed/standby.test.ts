@@ -73,7 +73,7 @@ async function measure(mode: ManagedStandby): Promise<Rate> {
     };
   } finally {
     await op.stop();
-    cluster.t.sandbox.faults.clear();
+    cluster.proxy.clear();
   }
 }
 
