@@ -5,7 +5,7 @@
 // temporary directory, and everything is stopped and removed by stop() or when this process exits.
 // See docs/controlplane.md.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { type AddressInfo, createServer } from 'node:net';
@@ -177,6 +177,9 @@ async function waitFor(
   }
 }
 
+/** Marks a directory kept on purpose (BERTH_CONTROLPLANE_KEEP): the sweep leaves it for its reader. */
+const KEPT_MARKER = 'KEPT';
+
 /** Removes instance directories left by processes that no longer exist (a killed test run). */
 function sweepStaleInstances(): void {
   let entries: string[];
@@ -189,6 +192,7 @@ function sweepStaleInstances(): void {
     if (!name.startsWith(INSTANCE_PREFIX)) continue;
     const pid = Number(name.slice(INSTANCE_PREFIX.length).split('-')[0]);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
+    if (existsSync(join(tmpdir(), name, KEPT_MARKER))) continue;
     try {
       process.kill(pid, 0);
     } catch (err) {
@@ -233,6 +237,8 @@ async function startOnce(
   const dir = join(tmpdir(), `${INSTANCE_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`);
   const keepDir = options.keepDir ?? Boolean(process.env.BERTH_CONTROLPLANE_KEEP);
   for (const sub of ['pki', 'etcd', 'logs', 'kubeconfigs']) mkdirSync(join(dir, sub), { recursive: true });
+  if (keepDir)
+    writeFileSync(join(dir, KEPT_MARKER), 'kept after stop (BERTH_CONTROLPLANE_KEEP); remove by hand\n');
   const file = (name: string, content: string): string => {
     const path = join(dir, name);
     writeFileSync(path, content, { mode: 0o600 });
