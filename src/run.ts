@@ -259,6 +259,7 @@ function addWorkloadAdmission(manager: Manager, deps: OperatorDeps, registry: Re
       manager.probes.addReadyzCheck('webhook', server.startedCheck);
       void liveCheck.start();
     },
+    drain: () => server?.drain(),
     stop: async () => {
       liveCheck.stop();
       await server?.close();

@@ -7,6 +7,10 @@
 // with code 400, a handler error with 500, a review that runs past its deadline (from `?timeout=`, at most
 // 5 s) with 504; nothing that fails is ever allowed.
 // Keep-alive outlasts the API server's 90 s idle timeout, so it never writes to a connection we closed.
+// Once a shutdown begins (drain(), and close()) every answer closes its connection: kube-apiserver keeps
+// its connections to a replica that is no longer an endpoint and sends reviews on them until they close,
+// so a connection the server closed itself could have a review already on its way (a failed call, which
+// failurePolicy Fail turns into a denial); a client told `Connection: close` sends nothing more on it.
 // Slow or idle clients cannot hold connections: the TLS handshake, the request headers and the whole
 // request each have a deadline, enforced every second (see ServerTimeouts).
 // Certificates hot-swap through setSecureContext without dropping connections.
@@ -278,6 +282,7 @@ export class AdmissionServer {
   readonly #app: FastifyInstance<HttpsServer>;
   #unsubscribe: unknown;
   #listening = false;
+  #draining = false;
   #closing: Promise<void> | undefined;
   #port = 0;
   #dialHost = '127.0.0.1';
@@ -381,13 +386,23 @@ export class AdmissionServer {
     });
   };
 
-  /** Stops accepting, lets in-flight reviews finish (bounded by closeTimeoutMs), then resolves. */
+  /**
+   * A shutdown begins (readiness has failed; the server keeps serving for the drain window): from now on
+   * every answer closes its connection, so clients move to the other endpoints, each after a complete
+   * answer. Idempotent.
+   */
+  drain(): void {
+    this.#draining = true;
+  }
+
+  /** Drains, stops accepting, lets in-flight reviews finish (bounded by closeTimeoutMs), then resolves. */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
   }
 
   async #close(): Promise<void> {
+    this.#draining = true;
     this.#unsubscribeCertificates();
     this.#listening = false;
     const server = this.#app.server;
@@ -407,6 +422,11 @@ export class AdmissionServer {
       cut.cancel();
       reap.cancel();
     }
+  }
+
+  /** While draining: the answer says `Connection: close`, and Node closes the connection after it. */
+  #closeIfDraining(reply: FastifyReply): void {
+    if (this.#draining) reply.header('connection', 'close');
   }
 
   #reloadCertificate(): void {
@@ -437,6 +457,7 @@ export class AdmissionServer {
           : 500;
       if (code >= 500)
         this.#options.logger?.error({ err: describe(err), url: request.url }, 'admission request failed');
+      this.#closeIfDraining(reply);
       void reply
         .code(code)
         .send({ code, message: code >= 500 ? 'internal error' : (err.message ?? 'bad request') });
@@ -535,6 +556,7 @@ export class AdmissionServer {
     const uid = usableUid(body);
     if (uid === undefined) {
       this.#metrics.rejections.inc({ reason: 'no-uid' });
+      this.#closeIfDraining(reply);
       reply.code(400).send({ code: 400, message: 'AdmissionReview request.uid is missing or not usable' });
       return;
     }
@@ -599,6 +621,7 @@ export class AdmissionServer {
         `denied: ${decision.message}`,
       );
     }
+    this.#closeIfDraining(reply);
     // Serialized here, with the charset Fastify would add: a string with a full content type skips its
     // serializer lookup and content-type rewrite, and the bytes on the wire are the same.
     reply

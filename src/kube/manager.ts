@@ -4,11 +4,12 @@
 // server, informer caches waiting for sync, others) -> ready -> leader election -> on winning, the
 // leader-only runnables (controllers). Without leader election those start right after ready.
 //
-// Stop (SIGTERM/SIGINT, `stop()`): readiness fails first; a drain window in which the webhooks keep
-// serving while endpoints update; leader-only runnables stop (in-flight work finishes); the Lease is
-// released; the non-leader runnables stop in reverse order; the probe server closes last. The whole
-// sequence is bounded by the graceful shutdown timeout. A replica that is not leading when asked to stop
-// stops campaigning at once, so it never becomes a successor that is about to go away.
+// Stop (SIGTERM/SIGINT, `stop()`): readiness fails first and the runnables are told to drain; a drain
+// window in which the webhooks keep serving while endpoints update; leader-only runnables stop (in-flight
+// work finishes); the Lease is released; the non-leader runnables stop in reverse order; the probe server
+// closes last. The whole sequence is bounded by the graceful shutdown timeout. A replica that is not
+// leading when asked to stop stops campaigning at once, so it never becomes a successor that is about to
+// go away.
 //
 // Hand-over: leader-only runnables may have work for when leading ends for good (the BerthLease
 // controller stops the managed workloads it guards, so none runs unguarded). With a hand-over wait and a
@@ -60,6 +61,11 @@ export interface Runnable {
    * was lost): abandon in-flight work then, e.g. by passing it to `Controller.stop(grace)`.
    */
   stop?(grace?: AbortSignal): Promise<void>;
+  /**
+   * Called once when a shutdown begins, right after readiness failed (before the drain window): e.g. a
+   * server stops keeping connections alive, so that clients move to other endpoints while it still serves.
+   */
+  drain?(): void;
   /**
    * Leader-only runnables: what to do, after stop(), when this replica stops leading and no other replica
    * takes over (see the hand-over wait). Runs only while this replica holds the Lease (or without leader
@@ -328,6 +334,7 @@ export class Manager {
     this.#emit({ step: 'shutdown-requested' });
     this.#readiness.fail('shutting down');
     this.#emit({ step: 'not-ready' });
+    for (const active of this.#active.values()) active.runnable.drain?.();
     // A candidate on its way out must not win the Lease now: a stopping leader would take it for a successor.
     if (this.#o.elector !== undefined && !this.#o.elector.isLeader()) this.#electorStop.abort();
 

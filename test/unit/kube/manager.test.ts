@@ -341,6 +341,26 @@ describe('Manager graceful stop', () => {
     await expect(fetch(`http://${manager.addresses?.health}/healthz`)).rejects.toThrow();
   });
 
+  it('tells the running runnables to drain once, right after readiness fails', async () => {
+    const { events, manager, run } = setup();
+    const r = fiveRunnables();
+    const drained: string[] = [];
+    for (const x of Object.values(r)) {
+      x.drain = () => drained.push(`${x.name}@${events.at(-1)}`);
+      manager.add(x);
+    }
+    void run();
+    await flush();
+    expect(drained).toEqual([]);
+    manager.stop('SIGTERM');
+    manager.stop('SIGTERM again');
+    await flush();
+    // Every runnable once, after not-ready and before the drain window ends (no "drained" yet).
+    expect(drained.sort()).toEqual(
+      ['admission', 'cache', 'certs', 'ctrl', 'other'].map((n) => `${n}@not-ready`).sort(),
+    );
+  });
+
   it('gives up after the graceful shutdown timeout and exits 1', async () => {
     const { clock, events, manager, run } = setup({
       gracefulShutdownTimeoutMs: 10_000,

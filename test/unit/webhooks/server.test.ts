@@ -553,6 +553,26 @@ describe('lifecycle', () => {
     }
   });
 
+  // kube-apiserver keeps sending on its connections to a replica that left the endpoints: a draining
+  // server tells it, with each answer, to stop.
+  it('answers with Connection: close once draining, and keeps answering', async () => {
+    const { server } = await startServer();
+    const agent = keepAliveAgent();
+    try {
+      const before = await send(server.port, body('before'), { agent });
+      expect(before.headers.connection).toBe('keep-alive');
+      server.drain();
+      const during = await send(server.port, body('during'), { agent });
+      expect(during.status).toBe(200);
+      expect(JSON.parse(during.body).response).toEqual({ uid: 'uid-during', allowed: true });
+      expect(during.headers.connection).toBe('close');
+      const denied = await send(server.port, body('deny'), { agent });
+      expect(denied.headers.connection).toBe('close');
+    } finally {
+      agent.destroy();
+    }
+  });
+
   // Go's HTTP client (kube-apiserver's) dials spare connections it may never use.
   it('closes at once a connection that never carried a request', async () => {
     const { server } = await startServer();
