@@ -1,5 +1,5 @@
-// The invariant monitor: watches any number of clusters (sandboxes) through client-node informers
-// (list + watch, restarted on error) and records a breach whenever, at any instant it observes:
+// The invariant monitor: watches any number of clusters through client-node informers (list + watch,
+// restarted on error) and records a breach whenever, at any instant it observes:
 //
 //   double-run      two clusters both have a running Pod of the same managed workload. A managed Pod
 //                   carries the annotation `berth.skaphos.io/managed-lease` (the BerthLease name); the

@@ -1,6 +1,7 @@
 // The real operator as a child process (`node src/main.ts run ...`), for tests of process-level behaviour:
-// SIGKILL, SIGTERM and graceful shutdown, several replicas. It binds every port on loopback and picks free
-// ones (probe, metrics, webhook), reads the bound addresses from its JSON log, and answers /readyz.
+// SIGKILL, SIGTERM and graceful shutdown, several replicas. It picks free ports (probe and metrics on
+// loopback; the webhook on every address, as deployed, so that a Service routed to this machine reaches
+// it), reads the bound addresses from its JSON log, and answers /readyz.
 //
 //   const op = startOperatorProcess({ kubeconfig: path, namespace: 'berth-system', args: ['--leader-elect'] });
 //   await op.ready();                       // /readyz answers 200
@@ -20,7 +21,7 @@ const MAIN = join(process.cwd(), 'src/main.ts');
 export type LogLine = Record<string, unknown> & { msg?: string };
 
 export interface OperatorProcessOptions {
-  /** Kubeconfig file the operator uses (e.g. a service account's, see writeTempKubeconfig). */
+  /** Kubeconfig file the operator uses (e.g. a service account's, see TestCluster.writeKubeconfig). */
   kubeconfig: string;
   namespace: string;
   /** Further `run` flags; they come after the defaults, so they override them. */
@@ -76,7 +77,7 @@ export async function stopOperatorProcesses(processes: Iterable<OperatorProcess>
   await Promise.all(list.map((p) => p.exited));
 }
 
-/** Flags every test process gets: loopback, free ports, JSON logs at info (the lifecycle is logged). */
+/** Flags every test process gets: free ports, JSON logs at info (the lifecycle is logged). */
 const DEFAULT_ARGS = [
   '--health-probe-bind-address=127.0.0.1:0',
   '--metrics-bind-address=127.0.0.1:0',

@@ -1,8 +1,10 @@
 // The churn of a soak run, driven by a seeded Random: managed workloads (a BerthLease and its Deployment,
 // the same in both clusters, as the spec prescribes) created, rescaled and deleted; lease-only leases
 // created and deleted; Nodes and node-agent Pods (the taint guard's inputs) created, flipped between
-// Ready and not Ready, and deleted. Everything is done as cluster admin, which the API faults do not
-// target; a failed action (e.g. admission denying under faults, fail closed) is counted, not fatal.
+// Ready and not Ready, and deleted. No kubelet serves these Nodes (KWOK leaves Nodes without its label
+// alone): the churn writes the agents' Ready condition itself, as a kubelet would. Everything is done as
+// cluster admin, which the API faults do not target; a failed action (e.g. admission denying under
+// faults, fail closed) is counted, not fatal.
 import type { BerthLeaseSpec } from '../../src/berth/api.ts';
 import { mergePatch, strategicPatch } from '../helpers/api.ts';
 import { deploymentLease, NS } from '../integration/managed/harness.ts';
@@ -11,7 +13,6 @@ import { AGENT_LABEL, AGENT_NS, AGENT_VALUE, type Site } from './world.ts';
 
 /** Short leases, so that central faults outlast them and failovers happen within a run. */
 export const LEASE_TIMES = { ttlSeconds: 15, heartbeatIntervalSeconds: 2 } as const;
-const READY_GATE = 'soak.berth.skaphos.io/ready';
 
 export interface ChurnLimits {
   workloads: number;
@@ -166,7 +167,7 @@ export class Churn {
   }
 
   async #createAgent(): Promise<void> {
-    // Agents only on soak nodes: the sandbox's own node stays schedulable for the workloads.
+    // Agents only on soak nodes; KWOK's Nodes run the workloads.
     const node = this.#random.pick(this.#nodes);
     const name = `agent-${++this.#seq}`;
     this.#agents.push({ site: node.site, name });
@@ -174,12 +175,7 @@ export class Churn {
       namespace: AGENT_NS,
       body: {
         metadata: { name, labels: { [AGENT_LABEL]: AGENT_VALUE } },
-        spec: {
-          nodeName: node.name,
-          // Ready follows this gate, which the churn flips.
-          readinessGates: [{ conditionType: READY_GATE }],
-          containers: [{ name: 'agent', image: 'aether/agent:1' }],
-        },
+        spec: { nodeName: node.name, containers: [{ name: 'agent', image: 'aether/agent:1' }] },
       },
     });
   }
@@ -191,7 +187,7 @@ export class Churn {
       {
         namespace: AGENT_NS,
         name: agent.name,
-        body: { status: { conditions: [{ type: READY_GATE, status, lastTransitionTime: new Date() }] } },
+        body: { status: { conditions: [{ type: 'Ready', status, lastTransitionTime: new Date() }] } },
       },
       strategicPatch,
     );
@@ -199,8 +195,9 @@ export class Churn {
 
   async #deleteAgent(): Promise<void> {
     const agent = this.#agents.splice(this.#random.int(0, this.#agents.length - 1), 1)[0]!;
+    // At once, as a kubelet would finish it: no kubelet confirms the deletion of a Pod on these Nodes.
     await agent.site.cluster.core
-      .deleteNamespacedPod({ namespace: AGENT_NS, name: agent.name })
+      .deleteNamespacedPod({ namespace: AGENT_NS, name: agent.name, gracePeriodSeconds: 0 })
       .catch(ignoreNotFound);
   }
 }

@@ -9,7 +9,7 @@
 // fault at once, and an API fault (2-6 s, requests delayed by at most 6 s) always ends well within the
 // soak's 15 s lease TTL, so a holder whose API recovers renews in time. Central faults last 2-25 s:
 // beyond the TTL the holder must stop at its local deadline and the other cluster takes over.
-import type { FaultRule } from '../../src/sandbox/faults.ts';
+import type { FaultRule } from '../helpers/api-proxy.ts';
 import type { CentralFault } from '../helpers/central-faults.ts';
 import { OPERATOR_USER } from '../integration/managed/harness.ts';
 import type { Random } from './random.ts';
@@ -54,7 +54,7 @@ export class FaultInjector {
       }
     for (const site of this.#sites) {
       if (this.#active.has(site.name) || !this.#random.chance(p)) continue;
-      if (this.#random.chance(0.5)) this.#api(site, now);
+      if (this.#random.chance(0.5)) await this.#api(site, now);
       else await this.#central(site, now);
     }
   }
@@ -63,7 +63,7 @@ export class FaultInjector {
   async clear(): Promise<void> {
     for (const active of this.#active.values()) await active.remove();
     this.#active.clear();
-    for (const site of this.#sites) site.cluster.t.sandbox.faults.clear();
+    for (const site of this.#sites) site.cluster.proxy.clear();
   }
 
   #count(kind: string): void {
@@ -74,12 +74,12 @@ export class FaultInjector {
     return kind === 'api' ? this.#random.int(2_000, 6_000) : this.#random.int(2_000, 25_000);
   }
 
-  #api(site: Site, now: number): void {
-    const faults = site.cluster.t.sandbox.faults;
+  async #api(site: Site, now: number): Promise<void> {
+    const proxy = site.cluster.proxy;
     const r = this.#random;
     const verbs = VERBS.filter(() => r.chance(0.5));
     const base: FaultRule = { user: OPERATOR_USER, ...(verbs.length > 0 ? { verbs } : {}) };
-    const kinds: Array<[string, () => FaultRule | undefined]> = [
+    const kinds: Array<[string, () => FaultRule | Promise<undefined> | undefined]> = [
       ['api-500', () => ({ ...base, status: 500 })],
       ['api-503', () => ({ ...base, status: 503 })],
       ['api-429', () => ({ ...base, status: 429, retryAfterSeconds: 1 })],
@@ -89,26 +89,27 @@ export class FaultInjector {
       [
         'api-drop-watches',
         () => {
-          faults.dropWatches();
+          proxy.dropWatches();
           return undefined;
         },
       ],
       [
         'api-compact',
-        () => {
-          faults.compact();
+        // As an etcd compaction: watches from older versions get 410 Expired from now on.
+        async () => {
+          await proxy.expireHistory();
           return undefined;
         },
       ],
     ];
     const [kind, make] = r.pick(kinds);
     this.#count(kind);
-    const rule = make();
+    const rule = await make();
     if (rule === undefined) {
       this.#log(`fault: ${site.name} ${kind}`);
       return;
     }
-    const handle = faults.inject(rule);
+    const handle = proxy.inject(rule);
     const scope = rule.verbs?.join(',') ?? 'all verbs';
     this.#start(site.name, 'api', `${site.name} ${kind} (${scope})`, now, async () => handle.remove());
   }

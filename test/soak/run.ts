@@ -1,6 +1,6 @@
-// `npm run soak -- --minutes N [--seed S] [--inject-breach]`: two clusters with their operators and the
-// embedded central server in this process, under churn and random faults, with the invariant monitor
-// on (see soak.ts). Progress goes to stderr, one JSON summary to stdout; the exit code is 1 when the run
+// `npm run soak -- --minutes N [--seed S] [--inject-breach]`: two local control planes (child processes,
+// see hack/controlplane), their operators and the embedded central server in this process, under churn
+// and random faults, with the invariant monitor on (see soak.ts). Progress goes to stderr, one JSON summary to stdout; the exit code is 1 when the run
 // failed (invariant breach, no convergence, leak trend, event-loop lag p99 above 100 ms), 2 on bad
 // arguments or a crash.
 import { parseArgs } from 'node:util';

@@ -136,10 +136,10 @@ function trend(samples: readonly Sample[], value: (s: Sample) => number): Trend 
  * (what is still referenced): > 2 MB/min and > 10% of its median level over the second half. Handles:
  * > 6/min and > 25% of their median level (at least 50) over the second half. Their level is not
  * flat even without a leak: client-node opens a connection per request (a fresh undici Agent each
- * time) and keeps it idle for the keep-alive timeout the sandbox advertises (65 s), so the count
- * follows the request rate of the last minute; a real leak (a watch, socket or timer per reconcile)
- * grows without bound, far past that. RSS is reported, not judged: V8 grows it lazily and rarely
- * gives it back. At least 8 samples in the second half are needed.
+ * time) and keeps it idle until its keep-alive timeout, so the count follows the recent request rate;
+ * a real leak (a watch, socket or timer per reconcile) grows without bound, far past that. RSS is
+ * reported, not judged: V8 grows it lazily and rarely gives it back. At least 8 samples in the second
+ * half are needed.
  */
 export function leaks(h: HealthSummary, samples: readonly Sample[]): string[] {
   const found: string[] = [];

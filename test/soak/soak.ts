@@ -5,7 +5,7 @@
 // leak trend, or event-loop lag p99 above 100 ms.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { V1Pod } from '@kubernetes/client-node';
+import { type KubeConfig, KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
 import { mergePatch } from '../helpers/api.ts';
 import { eventually } from '../helpers/eventually.ts';
 import type { Breach } from '../helpers/invariants.ts';
@@ -52,16 +52,26 @@ export interface SoakSummary {
   breaches: Breach[];
   monitorWatchRestarts: number;
   health: HealthSummary;
-  /** Objects stored per cluster at the end (what the sandboxes' share of the heap is made of). */
+  /** Objects stored per cluster at the end, listed through the API. */
   objects: Record<string, Record<string, number>>;
 }
 
+/** label, apiVersion, kind */
 const COUNTED: Array<[string, string, string]> = [
-  ['events', 'events.k8s.io', 'events'],
-  ['pods', '', 'pods'],
-  ['berthleases', 'berth.skaphos.io', 'berthleases'],
-  ['replicasets', 'apps', 'replicasets'],
+  ['events', 'events.k8s.io/v1', 'Event'],
+  ['pods', 'v1', 'Pod'],
+  ['berthleases', 'berth.skaphos.io/v1alpha1', 'BerthLease'],
+  ['replicasets', 'apps/v1', 'ReplicaSet'],
 ];
+
+/** How many objects of each COUNTED kind the cluster holds (all namespaces). */
+async function countObjects(kc: KubeConfig): Promise<Record<string, number>> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const counts: Record<string, number> = {};
+  for (const [label, apiVersion, kind] of COUNTED)
+    counts[label] = (await api.list(apiVersion, kind)).items.length;
+  return counts;
+}
 
 const isRunningPod = (p: V1Pod): boolean =>
   p.status?.phase === 'Running' &&
@@ -209,10 +219,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
     }
     convergence = { ok: pending.length === 0, seconds: (Date.now() - convergeStart) / 1000, pending };
     await world.monitor.settle();
-    for (const site of world.sites)
-      objects[site.name] = Object.fromEntries(
-        COUNTED.map(([label, group, resource]) => [label, site.cluster.t.sandbox.count(group, resource)]),
-      );
+    for (const site of world.sites) objects[site.name] = await countObjects(site.cluster.t.kc);
   } finally {
     if (health === undefined) sampler.stop();
     await world.stop();

@@ -1,7 +1,8 @@
-// The system a soak run churns: two clusters (sandboxes with the workload simulator, RBAC, the BerthLease
-// CRD and the operator's real WorkloadAdmission webhooks), each with its operator in-process (BerthLease
-// and managed controllers as in test/integration/managed/harness.ts, plus the node taint guard), one
-// embedded central lease server that each operator reaches through its own fault front (so a central
+// The system a soak run churns: two clusters (real control planes with KWOK Nodes, RBAC, the BerthLease
+// CRD and the operator's real WorkloadAdmission webhooks: ManagedCluster of
+// test/integration/managed/harness.ts), each with its operator in-process (BerthLease and managed
+// controllers talking to the API server through the cluster's fault proxy, plus the node taint guard),
+// one embedded central lease server that each operator reaches through its own fault front (so a central
 // fault can hit one cluster, as a partition would), and the invariant monitor on both clusters.
 
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
@@ -41,8 +42,7 @@ export interface World {
   stop(): Promise<void>;
 }
 
-async function startSite(name: string, central: CentralServer): Promise<Site> {
-  const cluster = await ManagedCluster.start(name);
+async function startSite(name: string, cluster: ManagedCluster, central: CentralServer): Promise<Site> {
   const front = await CentralFaultFront.start(central.url);
   const operator = createManagedOperator(cluster, { clusterId: `cluster-${name}`, centralUrl: front.url });
   const config = parseNodeTaintConfig(
@@ -66,7 +66,7 @@ async function startSite(name: string, central: CentralServer): Promise<Site> {
 }
 
 async function stopSite(site: Site): Promise<void> {
-  site.cluster.t.sandbox.faults.clear();
+  site.cluster.proxy.clear();
   await site.front.stop();
   await site.operator.stop();
   await site.guard.guard.stop();
@@ -80,8 +80,15 @@ export async function startWorld(): Promise<World> {
     registry: createRegistry({ defaultMetrics: false }),
   });
   const sites: Site[] = [];
+  const names = ['east', 'west'];
+  const started = await Promise.allSettled(names.map((name) => ManagedCluster.start(name)));
+  const clusters = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   try {
-    for (const name of ['east', 'west']) sites.push(await startSite(name, central));
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    for (const [i, cluster] of clusters.entries()) {
+      sites.push(await startSite(names[i] ?? '', cluster, central));
+    }
     const monitor = await InvariantMonitor.start(sites.map((s) => ({ name: s.name, kc: s.cluster.t.kc })));
     return {
       central,
@@ -95,6 +102,7 @@ export async function startWorld(): Promise<World> {
     };
   } catch (err) {
     for (const site of sites) await stopSite(site).catch(() => {});
+    for (const cluster of clusters.slice(sites.length)) await cluster.stop().catch(() => {});
     await central.stop();
     throw err;
   }

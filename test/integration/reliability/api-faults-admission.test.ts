@@ -8,8 +8,8 @@ import { PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionMessage, GROUP, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
-import type { FaultRule } from '../../../src/sandbox/faults.ts';
 import { RECORD_TARGET_ATTEMPTS } from '../../../webhooks/record-target.ts';
+import type { FaultRule } from '../../helpers/api-proxy.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { appDeployment } from '../managed/harness.ts';
 import {
@@ -52,8 +52,17 @@ const readLease = (name: string) =>
   w.custom.getNamespacedCustomObject({ ...ref, name }) as Promise<{
     status?: { workload?: { targetUID?: string } };
   }>;
-const createDeployment = (name: string): Promise<V1Deployment> =>
-  w.apps.createNamespacedDeployment({ namespace: ADMISSION_NS, body: appDeployment(name, 0) });
+/**
+ * Paused: the Deployment controller then makes no ReplicaSet (nor Pods), whose admission reviews would read
+ * through the faults at moments the tests do not choose.
+ */
+const createDeployment = (name: string): Promise<V1Deployment> => {
+  const body = appDeployment(name, 0);
+  return w.apps.createNamespacedDeployment({
+    namespace: ADMISSION_NS,
+    body: { ...body, spec: { ...body.spec!, paused: true } },
+  });
+};
 const replicas = async (name: string): Promise<number> =>
   (await w.apps.readNamespacedDeployment({ namespace: ADMISSION_NS, name })).spec?.replicas ?? 0;
 const scaleUp = async (name: string): Promise<V1Deployment> =>
@@ -89,9 +98,9 @@ beforeAll(async () => {
   // `legacy`: created before its lease, so never admitted; it may only ever be stopped.
   await createDeployment('legacy');
   await createLease('legacy');
-}, 60_000);
+});
 afterEach(() => {
-  w.t.sandbox.faults.clear();
+  w.proxy.clear();
   expect(uncaught.errors).toEqual([]);
 });
 afterAll(async () => {
@@ -181,7 +190,7 @@ describe.each(readFaults)('webhook reads fail with $name', ({ rule, cause }) => 
   it.each(requests)('$name: denied while failing, normal answer after', async (r) => {
     const i = ++index;
     await r.prepare(i);
-    const fault = w.t.sandbox.faults.inject(rule);
+    const fault = w.proxy.inject(rule);
     const message = await rejection(r.send(i));
     expect(message.startsWith(r.deniedPrefix), message).toBe(true);
     expect(message.slice(r.deniedPrefix.length)).toMatch(cause);
@@ -195,7 +204,7 @@ describe('webhook reads slower than the review deadline', () => {
   it.each(requests)('$name: denied at the deadline by the webhook itself, normal answer after', async (r) => {
     const i = ++index;
     await r.prepare(i);
-    const fault = w.t.sandbox.faults.inject({ ...leaseReads, delayMs: 120_000 });
+    const fault = w.proxy.inject({ ...leaseReads, delayMs: 120_000 });
     const answer = rejection(r.send(i));
     await eventually(() => fault.hits() === 1);
     // One millisecond short of the budget the webhook still waits for its read.
@@ -219,8 +228,8 @@ describe('the target record write at the final CREATE', () => {
 
   it('a persistent 409 is retried from fresh reads, then denied; nothing is recorded', async () => {
     await createLease('conflicted');
-    const fault = w.t.sandbox.faults.inject({ ...statusWrites, status: 409 });
-    const reads = w.t.sandbox.faults.inject({
+    const fault = w.proxy.inject({ ...statusWrites, status: 409 });
+    const reads = w.proxy.inject({
       verbs: ['get', 'list'],
       resource: 'berthleases',
       user: OPERATOR_USER,
@@ -240,7 +249,7 @@ describe('the target record write at the final CREATE', () => {
 
   it('a transient 409 is retried and the record written', async () => {
     await createLease('raced');
-    const fault = w.t.sandbox.faults.inject({
+    const fault = w.proxy.inject({
       ...statusWrites,
       status: 409,
       times: RECORD_TARGET_ATTEMPTS - 1,
@@ -256,7 +265,7 @@ describe('the target record write at the final CREATE', () => {
   ])('$name on the write is denied, not allowed unrecorded', async ({ rule }) => {
     const lease = `unwritten-${++index}`;
     await createLease(lease);
-    const fault = w.t.sandbox.faults.inject({ ...statusWrites, ...rule });
+    const fault = w.proxy.inject({ ...statusWrites, ...rule });
     const message = await rejection(createDeployment(lease));
     expect(message).toMatch(
       new RegExp(`^${escapeRegExp(VALIDATE_DENIED)}record target UID in BerthLease status: `),
@@ -269,7 +278,7 @@ describe('the target record write at the final CREATE', () => {
 
   it('a failing GET of the target (does it exist already?) is denied', async () => {
     await createLease('unchecked');
-    const fault = w.t.sandbox.faults.inject({
+    const fault = w.proxy.inject({
       verbs: ['get'],
       resource: 'deployments',
       user: OPERATOR_USER,

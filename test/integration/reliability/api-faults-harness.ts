@@ -1,10 +1,16 @@
 // Shared by the api-faults-*.test.ts files (issue #10, Kubernetes API faults): a collector of errors that
 // escaped every handler, the admission world (the operator's WorkloadAdmission behind the fail-closed
 // configurations, its deadline on an injected clock) and time-driving helpers for injected clocks.
-import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
+import { baseRbac } from '../../../scripts/deploy-rbac.ts';
+import {
+  GROUP,
+  MUTATE_WORKLOADS_PATH,
+  PLURAL,
+  VALIDATE_WORKLOADS_PATH,
+  VERSION,
+} from '../../../src/berth/api.ts';
 import type { ManualClock } from '../../../src/kube/clock.ts';
 import {
   mutatingWebhookConfiguration,
@@ -13,8 +19,10 @@ import {
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
-import { kubeConfigFrom, startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
+import { createObjects } from './operator-cluster.ts';
 
 export interface UncaughtCollector {
   /** One line per unhandled rejection or uncaught exception since the collector was installed. */
@@ -73,7 +81,9 @@ export const MUTATE_DENIED = 'admission webhook "mutate-workloads.berth.skaphos.
 export const VALIDATE_DENIED = 'admission webhook "validate-workloads.berth.skaphos.io" denied the request: ';
 
 export interface AdmissionWorld {
-  t: TestSandbox;
+  t: TestCluster;
+  /** In front of the API server for the webhook's own reads and writes (and only those). */
+  proxy: ApiProxy;
   apps: AppsV1Api;
   custom: CustomObjectsApi;
   /** Drives the admission server's review deadline. */
@@ -82,12 +92,14 @@ export interface AdmissionWorld {
 }
 
 /**
- * A sandbox (RBAC off: the tests act as admin) with the BerthLease CRD and the operator's WorkloadAdmission
- * reading as the operator's service account, so that fault rules scoped to OPERATOR_USER hit only the
- * webhook's own reads and writes. Review deadlines run on `clock`.
+ * A control plane of its own (the configurations are the install's, cluster-wide) with the BerthLease CRD
+ * and the operator's WorkloadAdmission behind the fail-closed configurations, reading as the operator's
+ * service account (with the install's base RBAC) through `proxy`, so that fault rules hit only the
+ * webhook's own reads and writes; the tests act as admin. Review deadlines run on `clock`.
  */
 export async function startAdmissionWorld(clock: ManualClock): Promise<AdmissionWorld> {
-  const t = await startTestSandbox();
+  const t = await TestCluster.own();
+  let proxy: ApiProxy | undefined;
   let admission: KubeWorkloadAdmission | undefined;
   let server: AdmissionServer | undefined;
   const stop = async (): Promise<void> => {
@@ -96,16 +108,19 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     clock.advance(0);
     await closing;
     await admission?.close();
+    await proxy?.stop();
     await t.stop();
   };
   try {
-    const core = t.kc.makeApiClient(CoreV1Api);
-    const custom = t.kc.makeApiClient(CustomObjectsApi);
-    for (const name of [OPERATOR_NS, ADMISSION_NS])
-      await core.createNamespace({ body: { metadata: { name } } });
-    await installBerthLeaseCrd(t.kc);
+    for (const name of [OPERATOR_NS, ADMISSION_NS]) await t.createNamespace(name);
+    await t.installBerthLeaseCrd();
+    await createObjects(t.kc, baseRbac());
+    proxy = await ApiProxy.start(t);
+    const sa = await t.serviceAccount(OPERATOR_NS, 'berth-operator');
+    // The RBAC authorizer sees the new bindings through its informer, a moment after the writes.
+    const asOperator = sa.kc.makeApiClient(CustomObjectsApi);
     await eventually(() =>
-      custom.listNamespacedCustomObject({
+      asOperator.listNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
         plural: PLURAL,
@@ -115,13 +130,13 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     const pki = await testPki([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
     const registry = new Registry();
     admission = kubeWorkloadAdmission({
-      kc: kubeConfigFrom(t.sandbox.users.serviceAccount(OPERATOR_NS, 'berth-operator').kubeconfig),
+      kc: t.kubeConfigFor(proxy.kubeconfigFor(sa.kubeconfig)),
       operatorUser: OPERATOR_USER,
       registry,
     });
+    // On every address, as the operator's: the Service's endpoint is this machine's address.
     server = new AdmissionServer({
       port: 0,
-      host: '127.0.0.1',
       certificates: new SwappableCertificates(pki.pair),
       handlers: admission.handlers,
       registry,
@@ -129,14 +144,53 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
       closeTimeoutMs: 0,
     });
     await server.start();
-    t.sandbox.services.map(OPERATOR_NS, WEBHOOK_SERVICE, { host: '127.0.0.1', port: server.port });
+    await t.routeService(OPERATOR_NS, WEBHOOK_SERVICE, [{ port: server.port }]);
     const configs = t.kc.makeApiClient(AdmissionregistrationV1Api);
     const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE, caBundle: pki.caBundle };
     await configs.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
     await configs.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
-    return { t, apps: t.kc.makeApiClient(AppsV1Api), custom, clock, stop };
+    await admissionServed(t, registry);
+    return {
+      t,
+      proxy,
+      apps: t.kc.makeApiClient(AppsV1Api),
+      custom: t.kc.makeApiClient(CustomObjectsApi),
+      clock,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** Reviews the admission server answered on `path`. */
+async function served(registry: Registry, path: string): Promise<number> {
+  const values =
+    (await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values ?? [];
+  return values.filter((v) => v.labels.webhook === path).reduce((sum, v) => sum + v.value, 0);
+}
+
+/**
+ * Until kube-apiserver calls both webhooks (it picks up the configurations and the Service's
+ * EndpointSlices through informers): dry-run Pod creations, until each path has answered one.
+ */
+async function admissionServed(t: TestCluster, registry: Registry): Promise<void> {
+  await eventually(
+    async () => {
+      await t.core.createNamespacedPod({
+        namespace: ADMISSION_NS,
+        dryRun: 'All',
+        body: {
+          metadata: { generateName: 'admission-probe-' },
+          spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+        },
+      });
+      return (
+        (await served(registry, MUTATE_WORKLOADS_PATH)) > 0 &&
+        (await served(registry, VALIDATE_WORKLOADS_PATH)) > 0
+      );
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
 }

@@ -3,32 +3,36 @@
 // open, nothing delivered) and a 410 Gone (history compacted while it was not listening). Writes made
 // during the fault must reach the cache, and a write made after it must arrive through the new watch.
 // Their timeouts and backoffs run on an injected clock: a silent stream is replaced after the production
-// inactivity timeout (5 min with bookmarks), without waiting for it.
-import { CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
+// inactivity timeout (5 min with bookmarks), without waiting for it. The informers watch through an
+// ApiProxy (the faults); the test writes to the API server directly. A control plane of the file's own,
+// without KWOK Nodes: the caches hold every BerthLease and Node of the cluster.
+import { type CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
 import { KubeTransport, mergePatchOptions } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import type { Informer } from '../../../src/kube/informer.ts';
 import { NodeTaintGuard } from '../../../src/nodetaint/controller.ts';
-import type { WatchFilter } from '../../../src/sandbox/faults.ts';
+import { ApiProxy, type WatchFilter } from '../../helpers/api-proxy.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 import { spec } from '../berth/harness.ts';
-import { AGENT_LABELS, AGENT_NS, guardConfig } from '../nodetaint/harness.ts';
+import { AGENT_LABELS, guardConfig } from '../nodetaint/harness.ts';
 import { advanceUntil, collectUncaught } from './api-faults-harness.ts';
 
 const LEASE_NS = 'team-a';
+const AGENT_NS = 'aether-system';
+const OPERATOR_NS = 'berth-system';
 /** The informers' default inactivity timeout with bookmarks (informer.ts). */
 const INACTIVITY_MS = 300_000;
 const CONVERGE = { timeoutMs: 15_000, intervalMs: 20 };
 
 const uncaught = collectUncaught();
-let t: TestSandbox;
+let t: TestCluster;
+let proxy: ApiProxy;
 let core: CoreV1Api;
 let custom: CustomObjectsApi;
 let transport: KubeTransport;
@@ -38,36 +42,34 @@ const clock = new ManualClock(Date.now());
 const registry = new Registry();
 
 beforeAll(async () => {
-  t = await startTestSandbox();
-  core = t.kc.makeApiClient(CoreV1Api);
+  t = await TestCluster.own({ nodes: 0 });
+  core = t.core;
   custom = t.kc.makeApiClient(CustomObjectsApi);
-  for (const name of [LEASE_NS, AGENT_NS]) await core.createNamespace({ body: { metadata: { name } } });
-  await installBerthLeaseCrd(t.kc);
-  await eventually(() =>
-    custom.listNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: PLURAL,
-      namespace: LEASE_NS,
-    }),
-  );
-  transport = new KubeTransport(t.kc);
+  for (const name of [LEASE_NS, AGENT_NS]) await t.createNamespace(name);
+  await t.installBerthLeaseCrd();
+  proxy = await ApiProxy.start(t);
+  transport = new KubeTransport(t.kubeConfigFor(proxy.kubeconfigFor(t.kubeconfig)));
   // Only the caches run: no reconcile ever calls the lease client.
   leases = new BerthLeaseController({
     transport,
     leaseClient: new HttpLeaseClient({ baseUrl: 'http://127.0.0.1:9' }),
     clusterIdentity: 'cluster-east',
-    operatorNamespace: 'berth-system',
+    operatorNamespace: OPERATOR_NS,
     informerClock: clock,
     registry,
   });
-  guard = new NodeTaintGuard({ config: guardConfig(), transport, informerClock: clock, registry });
+  guard = new NodeTaintGuard({
+    config: guardConfig(AGENT_NS, OPERATOR_NS),
+    transport,
+    informerClock: clock,
+    registry,
+  });
   leases.startInformer();
   guard.startInformers();
   await Promise.all([leases.informer.waitForSync(), guard.waitForCaches()]);
-}, 60_000);
+});
 afterEach(() => {
-  t.sandbox.faults.clear();
+  proxy.clear();
   expect(uncaught.errors).toEqual([]);
 });
 afterAll(async () => {
@@ -75,6 +77,7 @@ afterAll(async () => {
   await leases?.stop();
   await guard?.stop();
   await transport?.close();
+  await proxy?.stop();
   await t?.stop();
 });
 
@@ -174,7 +177,7 @@ interface WatchFault {
   /** The restart reason the informer must report for it. */
   reason: string;
   /** Starts the fault; returns what ends it (after the writes made during it). */
-  start(s: Subject): () => void;
+  start(s: Subject): () => void | Promise<void>;
 }
 
 const faults: WatchFault[] = [
@@ -182,7 +185,7 @@ const faults: WatchFault[] = [
     name: 'a dropped watch',
     reason: 'error',
     start: (s) => {
-      expect(t.sandbox.faults.dropWatches(s.watch)).toBeGreaterThan(0);
+      expect(proxy.dropWatches(s.watch)).toBeGreaterThan(0);
       return () => {};
     },
   },
@@ -190,7 +193,7 @@ const faults: WatchFault[] = [
     name: 'a silent watch',
     reason: 'inactivity',
     start: (s) => {
-      const undo = t.sandbox.faults.silenceWatches(s.watch);
+      const undo = proxy.silenceWatches(s.watch);
       return () => {
         // The stream stays silent until the informer gives up on it.
         clock.advance(INACTIVITY_MS);
@@ -202,10 +205,10 @@ const faults: WatchFault[] = [
     name: '410 Gone (history compacted while not listening)',
     reason: 'gone',
     start: (s) => {
-      const undo = t.sandbox.faults.silenceWatches(s.watch);
-      return () => {
-        t.sandbox.faults.compact();
-        t.sandbox.faults.dropWatches(s.watch);
+      const undo = proxy.silenceWatches(s.watch);
+      return async () => {
+        await proxy.expireHistory(s.watch);
+        proxy.dropWatches(s.watch);
         undo();
       };
     },
@@ -225,8 +228,7 @@ describe.each(subjects)('$name', (s) => {
     await advanceUntil(
       clock,
       50,
-      () =>
-        informer.list().some((o) => o.metadata?.name === gone) && t.sandbox.faults.activeWatches(s.watch) > 0,
+      () => informer.list().some((o) => o.metadata?.name === gone) && proxy.activeWatches(s.watch) > 0,
       CONVERGE,
     );
     const before = await restarts(informer.name, f.reason);
@@ -235,14 +237,19 @@ describe.each(subjects)('$name', (s) => {
     await s.create(`during-${n}`);
     await s.touch(keep);
     await s.remove(gone);
-    end();
-    const want = await s.server();
-    await advanceUntil(clock, 250, () => expect(byName(informer.list())).toEqual(want), CONVERGE);
+    await end();
+    // Compared with the server's state at each attempt: the controllers write too (the TTL annotation
+    // of a new Node, the scheduler's condition on a Pod).
+    await advanceUntil(
+      clock,
+      250,
+      async () => expect(byName(informer.list())).toEqual(await s.server()),
+      CONVERGE,
+    );
     expect(await restarts(informer.name, f.reason)).toBeGreaterThan(before);
     // And the new watch delivers what comes next, with no clock moving.
     await s.create(`after-${n}`);
     await s.touch(keep);
-    const next = await s.server();
-    await eventually(() => expect(byName(informer.list())).toEqual(next), CONVERGE);
+    await eventually(async () => expect(byName(informer.list())).toEqual(await s.server()), CONVERGE);
   });
 });

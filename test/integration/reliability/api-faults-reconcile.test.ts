@@ -11,7 +11,7 @@ import { type BerthLease, LOCAL_TIMEOUT_MS } from '../../../src/berth/api.ts';
 import type { LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { mergePatchOptions } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
-import type { FaultRule } from '../../../src/sandbox/faults.ts';
+import type { FaultRule } from '../../helpers/api-proxy.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type Central, spec, startCentral } from '../berth/harness.ts';
 import {
@@ -33,9 +33,9 @@ let central: Central;
 
 beforeAll(async () => {
   [cluster, central] = await Promise.all([ManagedCluster.start('east'), startCentral()]);
-}, 60_000);
+});
 afterEach(() => {
-  cluster.t.sandbox.faults.clear();
+  cluster.proxy.clear();
   expect(uncaught.errors).toEqual([]);
 });
 afterAll(async () => {
@@ -141,7 +141,7 @@ describe('with the controller running (real clock)', () => {
 
   it.each(leaseRows)('lease-only: $name, then held', async ({ on, effect }) => {
     const name = `only-${++index}`;
-    const failing = cluster.t.sandbox.faults.inject(at('berthleases', name, { ...on, ...effect }));
+    const failing = cluster.proxy.inject(at('berthleases', name, { ...on, ...effect }));
     await cluster.createLease(name, spec({ leaseName: name }));
     // A reset write may have been applied before its answer was lost: then there is nothing to retry.
     const write = on.verbs?.[0] !== 'get';
@@ -155,7 +155,7 @@ describe('with the controller running (real clock)', () => {
 
   it('a real 409 on the status write (someone else wrote the lease meanwhile) is retried from a fresh read', async () => {
     const name = 'raced';
-    const writes = cluster.t.sandbox.faults.inject(
+    const writes = cluster.proxy.inject(
       at('berthleases', name, { verbs: ['update'], subresource: 'status' }),
     );
     const errors = (await op.metric('controller_runtime_reconcile_errors_total')) ?? 0;
@@ -208,9 +208,7 @@ describe('with the controller running (real clock)', () => {
       // Injected once the target is admitted: the webhook reads and writes as the operator too.
       await cluster.createDeployment(name, 0);
       const scoped: FaultRule = { user: OPERATOR_USER, ...rule, resource, namespace: NS };
-      const fault = cluster.t.sandbox.faults.inject(
-        resource === 'berthleases' ? { ...scoped, name } : scoped,
-      );
+      const fault = cluster.proxy.inject(resource === 'berthleases' ? { ...scoped, name } : scoped);
       await eventually(() => fault.hits() >= HITS, CONVERGE);
       fault.remove();
 
@@ -226,7 +224,7 @@ describe('with the controller running (real clock)', () => {
       );
 
       // Deleting under a fault on the drain: stopped, drained and released all the same.
-      const drainFault = cluster.t.sandbox.faults.inject({
+      const drainFault = cluster.proxy.inject({
         user: OPERATOR_USER,
         verbs: ['delete'],
         resource: 'pods',
@@ -252,7 +250,7 @@ describe('with the controller running (real clock)', () => {
     await eventually(async () => (await cluster.mustLease(name)).metadata.finalizers?.length === 1, CONVERGE);
     await cluster.createDeployment(name, 0);
     await eventually(async () => (await held(name))?.status?.workload?.pods?.length === 1, CONVERGE);
-    const fault = cluster.t.sandbox.faults.inject({
+    const fault = cluster.proxy.inject({
       user: OPERATOR_USER,
       verbs: ['get'],
       resource: 'deployments',
@@ -305,7 +303,7 @@ describe('with the controller on an injected clock', () => {
     const name = `throttled-${on.verbs[0]}`;
     const retryAfterSeconds = 2;
     const failedBefore = await errors();
-    const fault = cluster.t.sandbox.faults.inject(
+    const fault = cluster.proxy.inject(
       at('berthleases', name, { ...on, status: 429, retryAfterSeconds, times: 1 }),
     );
     await cluster.createLease(name, spec({ leaseName: name }));
@@ -326,13 +324,12 @@ describe('with the controller on an injected clock', () => {
     { name: 'status PUT', on: { verbs: ['update'], subresource: 'status' } },
   ])('a $name slower than the reconcile deadline: cut at 5 s, retried, then held', async ({ on }) => {
     const name = `slow-${on.verbs[0]}`;
-    await cluster.createLease(name, spec({ leaseName: name }));
-    await eventually(async () => (await cluster.mustLease(name)).metadata.finalizers?.length === 1, CONVERGE);
     const timeouts = (await op.metric('controller_runtime_reconcile_timeouts_total')) ?? 0;
-    const stalled = cluster.t.sandbox.faults.inject(
-      at('berthleases', name, { ...on, delayMs: 120_000, times: 1 }),
-    );
-    op.controller.enqueue(`${NS}/${name}`);
+    // In place before the lease exists: its reconciles follow its watch events within milliseconds, so
+    // a fault injected later could come after the first status write, and a reconcile with nothing new
+    // to write makes none.
+    const stalled = cluster.proxy.inject(at('berthleases', name, { ...on, delayMs: 120_000, times: 1 }));
+    await cluster.createLease(name, spec({ leaseName: name }));
     await eventually(() => stalled.hits() === 1, CONVERGE);
     clock.advance(LOCAL_TIMEOUT_MS);
     await eventually(

@@ -1,15 +1,18 @@
 // Graceful shutdown of a webhook replica under continuous admission traffic: two operator processes serve
-// the fail-closed webhooks behind the sandbox's Service routing (each replica an endpoint while its /readyz
-// answers 200), a loop creates and updates Pods through the sandbox API (every write passes both webhooks),
+// the fail-closed webhooks behind the webhook Service (each replica an endpoint while its /readyz answers
+// 200), a loop creates and updates Pods through the API server (every write passes both webhooks),
 // and one replica gets SIGTERM — the non-leader, then the leader. No admission request fails; /readyz
-// drops while the webhook listener still accepts connections (the drain window); a review in flight on
-// the stopping replica is answered; the leader clears its Lease (release-on-cancel) so the other replica
+// drops while the webhook listener still accepts connections (the drain window), and every answer from
+// then on closes its connection (kube-apiserver keeps its connections to a replica that is no longer an
+// endpoint and sends reviews on them until they close); a review in flight on the stopping replica is
+// answered; the leader clears its Lease (release-on-cancel) so the other replica
 // takes over without waiting for expiry; the process exits 0 (0, not 1, means the sequence finished
 // within --graceful-shutdown-timeout).
-import { request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
-import { type V1Lease, type V1ReplicaSet, Watch } from '@kubernetes/client-node';
+import { type V1CronJob, type V1Lease, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_USER } from '../../../hack/controlplane/controlplane.ts';
 import { VALIDATE_WORKLOADS_PATH } from '../../../src/berth/api.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type OperatorProcess, stopOperatorProcesses } from '../../helpers/operator-process.ts';
@@ -22,7 +25,10 @@ import {
   WEBHOOK_SERVICE,
 } from './operator-cluster.ts';
 
-/** Far longer than the sandbox's readiness polling (150 ms): endpoints drop a replica before it closes. */
+/**
+ * Far longer than the route's readiness polling (150 ms) and the EndpointSlice reaching the API server:
+ * the API server dials a replica no more before it closes.
+ */
 const DRAIN_MS = 1_500;
 const SHUTDOWN_FLAGS = [
   `--drain-window=${DRAIN_MS}ms`,
@@ -33,17 +39,19 @@ const SHUTDOWN_FLAGS = [
   '--leader-election-renew-deadline=10s',
 ];
 const OWNER = 'traffic-owner';
-/** Reviews of Pods owned by this ReplicaSet read it from the API server, which the test makes slow. */
+/** Reviews of Pods owned by this CronJob read it from the API server, which the test makes slow. */
 const SLOW_OWNER = 'slow-owner';
 /** Outlasts the drain window: the review is still in flight when the listener closes. */
 const SLOW_READ_MS = DRAIN_MS + 1_000;
 
 let cluster: OperatorCluster;
-const owners: Record<string, V1ReplicaSet> = {};
+const owners: Record<string, V1CronJob> = {};
 
 /**
- * Unmanaged ReplicaSets owning the traffic's Pods (created once admission works: it is fail-closed), and
- * a lease-only BerthLease, whose presence makes each review follow the Pod's owner with an API read.
+ * Unmanaged owners of the traffic's Pods (created once admission works: it is fail-closed), and a
+ * lease-only BerthLease, whose presence makes each review follow the Pod's owner with an API read. The
+ * owners are suspended CronJobs: no controller acts on Pods they own (a ReplicaSet's controller would
+ * delete them, or release those its selector does not match).
  */
 async function createOwners(): Promise<void> {
   await cluster.createLease('placeholder', {
@@ -54,15 +62,20 @@ async function createOwners(): Promise<void> {
     semantics: 'at-most-once',
   });
   for (const name of [OWNER, SLOW_OWNER]) {
-    const labels = { app: name };
-    owners[name] = await cluster.apps.createNamespacedReplicaSet({
+    owners[name] = await cluster.batch.createNamespacedCronJob({
       namespace: NS,
       body: {
         metadata: { name },
         spec: {
-          replicas: 0,
-          selector: { matchLabels: labels },
-          template: { metadata: { labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
+          schedule: '0 0 1 1 *',
+          suspend: true,
+          jobTemplate: {
+            spec: {
+              template: {
+                spec: { restartPolicy: 'Never', containers: [{ name: 'app', image: 'app:1' }] },
+              },
+            },
+          },
         },
       },
     });
@@ -71,17 +84,17 @@ async function createOwners(): Promise<void> {
 
 beforeAll(async () => {
   cluster = await OperatorCluster.start();
-}, 30_000);
+});
 afterAll(async () => {
   await stopOperatorProcesses();
   await cluster?.stop();
 });
 
-const ownerRef = (rs: V1ReplicaSet) => ({
-  apiVersion: 'apps/v1',
-  kind: 'ReplicaSet',
-  name: rs.metadata?.name ?? '',
-  uid: rs.metadata?.uid ?? '',
+const ownerRef = (owner: V1CronJob) => ({
+  apiVersion: 'batch/v1',
+  kind: 'CronJob',
+  name: owner.metadata?.name ?? '',
+  uid: owner.metadata?.uid ?? '',
   controller: true,
 });
 
@@ -163,13 +176,26 @@ async function sampleUntilExit(replica: OperatorProcess, port: number): Promise<
   return samples;
 }
 
-/** An AdmissionReview for a Pod owned by SLOW_OWNER, POSTed straight to one replica as the API server would. */
-function slowReview(port: number, caBundle: string): Promise<{ status: number; body: string; at: number }> {
+interface Answer {
+  status: number;
+  body: string;
+  at: number;
+  /** The answer's Connection header. */
+  connection: string | undefined;
+  /** Sent on a connection the agent kept alive from an earlier request. */
+  reused: boolean;
+}
+
+/**
+ * An AdmissionReview for a Pod owned by `owner`, POSTed straight to one replica as the API server would
+ * (on a connection of its own, or of `agent`'s pool).
+ */
+function postReview(port: number, caBundle: string, owner: V1CronJob, agent: Agent | false): Promise<Answer> {
   const uid = crypto.randomUUID();
   const pod = {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: 'in-flight', namespace: NS, ownerReferences: [ownerRef(owners[SLOW_OWNER]!)] },
+    metadata: { name: 'in-flight', namespace: NS, ownerReferences: [ownerRef(owner)] },
     spec: { containers: [{ name: 'app', image: 'app:1' }] },
   };
   const review = {
@@ -184,7 +210,7 @@ function slowReview(port: number, caBundle: string): Promise<{ status: number; b
       name: 'in-flight',
       namespace: NS,
       operation: 'CREATE',
-      userInfo: { username: 'sandbox-admin', groups: ['system:masters', 'system:authenticated'] },
+      userInfo: { username: ADMIN_USER, groups: ['system:masters', 'system:authenticated'] },
       object: pod,
       oldObject: null,
       dryRun: false,
@@ -201,7 +227,7 @@ function slowReview(port: number, caBundle: string): Promise<{ status: number; b
         path: `${VALIDATE_WORKLOADS_PATH}?timeout=10s`,
         servername: `${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`,
         ca: Buffer.from(caBundle, 'base64').toString('utf8'),
-        agent: false,
+        agent,
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
@@ -209,7 +235,15 @@ function slowReview(port: number, caBundle: string): Promise<{ status: number; b
         res.on('data', (d: Buffer) => {
           text += d.toString();
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, at: Date.now() }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: text,
+            at: Date.now(),
+            connection: res.headers.connection,
+            reused: req.reusedSocket,
+          }),
+        );
         res.on('error', reject);
       },
     );
@@ -274,21 +308,30 @@ async function terminateUnderTraffic(victim: OperatorProcess, prefix: string): P
     await eventually(async () => traffic.ok >= 10 && (await reviewsServed(victim)) > 0, {
       timeoutMs: 10_000,
     });
-    const slowRead = cluster.t.sandbox.faults.inject({
+    const slowRead = cluster.proxy.inject({
       user: OPERATOR_USER,
       verbs: ['get'],
-      resource: 'replicasets',
+      resource: 'cronjobs',
       name: SLOW_OWNER,
       delayMs: SLOW_READ_MS,
     });
-    const inFlight = slowReview(port, caBundle);
+    const inFlight = postReview(port, caBundle, owners[SLOW_OWNER]!, false);
+    // A connection kept alive from before the signal, as the API server keeps its own.
+    const pool = new Agent({ keepAlive: true, maxSockets: 1 });
+    const pooled = await postReview(port, caBundle, owners[OWNER]!, pool);
     // The review is being decided (its owner read has reached the API server) when the signal arrives.
     await eventually(() => slowRead.hits() >= 1);
     const okAtSignal = traffic.ok;
     victim.kill('SIGTERM');
+    const whileDraining = (async () => {
+      await eventually(async () => (await victim.readyz()) !== 200);
+      return postReview(port, caBundle, owners[OWNER]!, pool);
+    })();
     const samples = await sampleUntilExit(victim, port);
     const exit = await victim.exited;
     const answered = await inFlight;
+    const drained = await whileDraining;
+    pool.destroy();
     slowRead.remove();
     const okDuringShutdown = traffic.ok - okAtSignal;
     // A little more traffic after the exit: the remaining replica serves alone.
@@ -312,6 +355,11 @@ async function terminateUnderTraffic(victim: OperatorProcess, prefix: string): P
     expect(closedAt).toBeLessThan(answered.at);
     expect(answered.status).toBe(200);
     expect(JSON.parse(answered.body)).toMatchObject({ response: { allowed: true } });
+    // Not ready any more, the replica still answers on a kept-alive connection, and closes it with that
+    // answer: its client sends nothing more on a connection the replica is about to close.
+    expect(pooled).toMatchObject({ status: 200, connection: 'keep-alive' });
+    expect(drained).toMatchObject({ status: 200, connection: 'close', reused: true });
+    expect(JSON.parse(drained.body)).toMatchObject({ response: { allowed: true } });
     return [...lease.holders];
   } finally {
     lease.stop();

@@ -1,8 +1,9 @@
-// The invariant monitor (test/helpers/invariants.ts) itself: each breach, constructed deliberately in
-// plain sandboxes (no operator, no admission), is caught; a normal managed two-cluster failover through
-// the real operators, webhooks and central server leaves it clean while it sees the workload run in
-// one cluster, then in the other.
-import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+// The invariant monitor (test/helpers/invariants.ts) itself: each breach, constructed deliberately (no
+// operator runs yet, and the objects live in the operator namespace, which the webhooks never admit), is
+// caught; a normal managed two-cluster failover through the real operators, webhooks and central server
+// leaves it clean while it sees the workload run in one cluster, then in the other. Two control planes
+// (east, west) for both.
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   GROUP,
@@ -12,11 +13,9 @@ import {
   SCHEDULING_GATE,
   VERSION,
 } from '../../../src/berth/api.ts';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { jsonPatch } from '../../helpers/api.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type Breach, InvariantMonitor } from '../../helpers/invariants.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 import {
   createManagedOperator,
@@ -24,24 +23,27 @@ import {
   isGated,
   ManagedCluster,
   type ManagedOperator,
-  NS,
+  OPERATOR_NS,
 } from '../managed/harness.ts';
 
-interface Plain {
-  t: TestSandbox;
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
-}
+let east: ManagedCluster;
+let west: ManagedCluster;
 
-async function plainCluster(): Promise<Plain> {
-  const t = await startTestSandbox();
-  await installBerthLeaseCrd(t.kc);
-  const core = t.kc.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  return { t, core, custom: t.kc.makeApiClient(CustomObjectsApi) };
-}
+beforeAll(async () => {
+  [east, west] = await Promise.all([ManagedCluster.start('east'), ManagedCluster.start('west')]);
+});
+afterAll(async () => {
+  await Promise.all([east?.stop(), west?.stop()]);
+});
 
-const ref = { group: GROUP, version: VERSION, plural: PLURAL, namespace: NS };
+/** Where the breaches are built: admission (fail-closed) would refuse such Pods anywhere else. */
+const PLAIN_NS = OPERATOR_NS;
+/** A Node no kubelet (KWOK) serves: the Pods bound to it keep the phase the test writes. */
+const PLAIN_NODE = 'plain-node';
+
+type Plain = ManagedCluster;
+
+const ref = { group: GROUP, version: VERSION, plural: PLURAL, namespace: PLAIN_NS };
 
 /** A BerthLease (no operator reconciles it); its status is written by the test. */
 async function lease(c: Plain, name: string, leaseName = name): Promise<{ uid: string }> {
@@ -77,42 +79,50 @@ async function managedPod(
   o: { gated?: boolean; phase?: string } = {},
 ): Promise<V1Pod> {
   const pod = await c.core.createNamespacedPod({
-    namespace: NS,
+    namespace: PLAIN_NS,
     body: {
       metadata: { name, annotations: { [MANAGED_LEASE]: leaseName, [MANAGED_UID]: leaseUid } },
       spec: {
         containers: [{ name: 'app', image: 'registry.example.com/app:1' }],
-        ...(o.gated ? { schedulingGates: [{ name: SCHEDULING_GATE }] } : { nodeName: 'node-1' }),
+        ...(o.gated ? { schedulingGates: [{ name: SCHEDULING_GATE }] } : { nodeName: PLAIN_NODE }),
       },
     },
   });
   if (o.phase === undefined) return pod;
   return c.core.replaceNamespacedPodStatus({
-    namespace: NS,
+    namespace: PLAIN_NS,
     name,
     body: { ...pod, status: { phase: o.phase } },
   });
 }
 
-/** The breaches about one workload or central key (each test uses its own; the sandboxes are shared). */
+/** The breaches about one workload or central key (each test uses its own; the clusters are shared). */
 const about = (monitor: InvariantMonitor, key: string): Breach[] =>
-  monitor.breaches().filter((b) => b.key === `${NS}/${key}`);
+  monitor.breaches().filter((b) => b.key === `${PLAIN_NS}/${key}`);
 const kinds = (monitor: InvariantMonitor, key: string): Breach['kind'][] =>
   about(monitor, key).map((b) => b.kind);
 
 describe('the monitor catches each breach', () => {
-  let east: Plain;
-  let west: Plain;
   let monitor: InvariantMonitor;
 
   beforeAll(async () => {
-    [east, west] = await Promise.all([plainCluster(), plainCluster()]);
-  }, 60_000);
+    for (const c of [east, west]) await c.core.createNode({ body: { metadata: { name: PLAIN_NODE } } });
+  });
   afterEach(async () => {
     await monitor?.stop();
   });
+  // Nothing of these breaches may be left for the failover below: Pods, leases and the Node go.
   afterAll(async () => {
-    await Promise.all([east?.t.stop(), west?.t.stop()]);
+    for (const c of [east, west]) {
+      await c.core.deleteCollectionNamespacedPod({ namespace: PLAIN_NS, gracePeriodSeconds: 0 });
+      await c.custom.deleteCollectionNamespacedCustomObject({ ...ref });
+      await c.core.deleteNode({ name: PLAIN_NODE });
+    }
+    await eventually(async () => {
+      for (const c of [east, west])
+        if ((await c.core.listNamespacedPod({ namespace: PLAIN_NS })).items.length > 0) return false;
+      return true;
+    });
   });
 
   const watch = async (): Promise<InvariantMonitor> => {
@@ -134,9 +144,11 @@ describe('the monitor catches each breach', () => {
     await managedPod(west, 'dbl-run', 'dbl', w.uid, { phase: 'Running' });
     await eventually(() => kinds(monitor, 'dbl').includes('double-run'));
     const breach = monitor.breaches().find((b) => b.kind === 'double-run');
-    expect(breach).toMatchObject({ key: `${NS}/dbl`, clusters: ['east', 'west'] });
-    expect(breach?.detail).toBe('running Pods of team-a/dbl in east and west (east: dbl-run; west: dbl-run)');
-    expect(() => monitor.assertClean()).toThrow(/double-run team-a\/dbl \[east, west\]/);
+    expect(breach).toMatchObject({ key: `${PLAIN_NS}/dbl`, clusters: ['east', 'west'] });
+    expect(breach?.detail).toBe(
+      `running Pods of ${PLAIN_NS}/dbl in east and west (east: dbl-run; west: dbl-run)`,
+    );
+    expect(() => monitor.assertClean()).toThrow(`double-run ${PLAIN_NS}/dbl [east, west]`);
   });
 
   it('token-decrease: a positive fencing token below one seen before (a drop to 0 is a release)', async () => {
@@ -155,7 +167,7 @@ describe('the monitor catches each breach', () => {
       expect.objectContaining({
         kind: 'token-decrease',
         clusters: ['east'],
-        key: `${NS}/tok-central`,
+        key: `${PLAIN_NS}/tok-central`,
         detail: 'BerthLease tok fencingToken 6 after 7',
       }),
     ]);
@@ -170,7 +182,7 @@ describe('the monitor catches each breach', () => {
     });
     // Registered first, then ungated: fine (even when the lease event is seen later).
     await east.core.patchNamespacedPod(
-      { namespace: NS, name: 'reg-ok', body: [{ op: 'remove', path: '/spec/schedulingGates' }] },
+      { namespace: PLAIN_NS, name: 'reg-ok', body: [{ op: 'remove', path: '/spec/schedulingGates' }] },
       jsonPatch,
     );
     // Never registered; a Pod reusing a registered name with a new UID is no better.
@@ -179,29 +191,23 @@ describe('the monitor catches each breach', () => {
     await monitor.settle();
     const found = about(monitor, 'reg');
     expect(found).toHaveLength(1);
-    expect(found[0]).toMatchObject({ kind: 'unregistered', clusters: ['east'], key: `${NS}/reg` });
+    expect(found[0]).toMatchObject({ kind: 'unregistered', clusters: ['east'], key: `${PLAIN_NS}/reg` });
     expect(found[0]?.detail).toMatch(
-      /^Pod team-a\/reg-rogue \(.+\) ungated without registration in BerthLease reg$/,
+      new RegExp(`^Pod ${PLAIN_NS}/reg-rogue \\(.+\\) ungated without registration in BerthLease reg$`),
     );
   });
 });
 
 describe('a normal managed two-cluster failover', () => {
-  let east: ManagedCluster;
-  let west: ManagedCluster;
   let central: Central;
   const ops: ManagedOperator[] = [];
 
   beforeAll(async () => {
-    [east, west, central] = await Promise.all([
-      ManagedCluster.start('east'),
-      ManagedCluster.start('west'),
-      startCentral(),
-    ]);
-  }, 60_000);
+    central = await startCentral();
+  });
   afterAll(async () => {
     for (const op of ops) await op.stop();
-    await Promise.all([east?.stop(), west?.stop(), central?.stop()]);
+    await central?.stop();
   });
 
   it('stays clean while the workload runs in east, moves over, and runs in west', async () => {

@@ -20,7 +20,7 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'berth-keys-'));
   // Writable, so that a key written there would land and be found.
   for (const dir of ['certs', 'home', 'tmp']) await mkdir(join(work, dir));
-}, 60_000);
+});
 afterAll(async () => {
   await stopOperatorProcesses();
   await cluster?.stop();

@@ -1,26 +1,33 @@
-// A sandbox cluster prepared as the install prepares a real one, for operator child processes: the BerthLease
-// CRD, the operator and lease namespaces, the webhook Service (routed by the sandbox to the replicas'
-// admission servers, each only while its /readyz answers 200), and the fail-closed webhook configurations
-// without a caBundle (the leader fills it in, selfsigned mode). Operators run as their service account.
+// A control plane of its own prepared as the install prepares a real one, for operator child processes: the
+// BerthLease CRD, the operator and lease namespaces, the operator's RBAC (the install's base and selfsigned
+// layers), the webhook Service (routed to the replicas' admission servers, each endpoint Ready only while
+// its /readyz answers 200), and the fail-closed webhook configurations without a caBundle (the leader fills
+// it in, selfsigned mode). Operators run as their service account, through a fault proxy (`proxy`) that
+// only their requests pass.
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
+  BatchV1Api,
   CoordinationV1Api,
-  CoreV1Api,
+  type CoreV1Api,
   CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
   type V1Pod,
 } from '@kubernetes/client-node';
+import type { ControlPlaneOptions } from '../../../hack/controlplane/controlplane.ts';
+import { baseRbac, selfSignedRbac } from '../../../scripts/deploy-rbac.ts';
 import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
-import { installBerthLeaseCrd } from '../../../src/berth/crd.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
-import type { SandboxOptions } from '../../../src/sandbox/index.ts';
 import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
+import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type OperatorProcess, startOperatorProcess } from '../../helpers/operator-process.ts';
-import { startTestSandbox, type TestSandbox, writeTempKubeconfig } from '../../helpers/sandbox.ts';
 
 export const OPERATOR_NS = 'berth-system';
 export const NS = 'team-a';
@@ -51,32 +58,47 @@ export interface StartOptions {
   main?: string;
 }
 
+/** Creates each object as the admin (apply order: as given). */
+export async function createObjects(kc: KubeConfig, objects: readonly KubernetesObject[]): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  for (const object of objects) await api.create(object);
+}
+
 export class OperatorCluster {
-  readonly t: TestSandbox;
+  readonly t: TestCluster;
+  /** In front of the API server for the operators (and only them): faults and records of their requests. */
+  readonly proxy: ApiProxy;
   readonly core: CoreV1Api;
   readonly apps: AppsV1Api;
+  readonly batch: BatchV1Api;
   readonly custom: CustomObjectsApi;
   readonly coordination: CoordinationV1Api;
   readonly admission: AdmissionregistrationV1Api;
+  /** Path of the operators' kubeconfig: their service account's token, through `proxy`. */
   readonly kubeconfig: string;
+  #route: ServiceRoute | undefined;
 
-  private constructor(t: TestSandbox, kubeconfig: string) {
+  private constructor(t: TestCluster, proxy: ApiProxy, kubeconfig: string) {
     this.t = t;
+    this.proxy = proxy;
     this.kubeconfig = kubeconfig;
-    this.core = t.kc.makeApiClient(CoreV1Api);
+    this.core = t.core;
     this.apps = t.kc.makeApiClient(AppsV1Api);
+    this.batch = t.kc.makeApiClient(BatchV1Api);
     this.custom = t.kc.makeApiClient(CustomObjectsApi);
     this.coordination = t.kc.makeApiClient(CoordinationV1Api);
     this.admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
   }
 
-  static async start(options: SandboxOptions = {}): Promise<OperatorCluster> {
-    const t = await startTestSandbox(options);
+  /** A control plane of the caller's own (the operator's controllers and webhooks are cluster-wide). */
+  static async start(options: ControlPlaneOptions = {}): Promise<OperatorCluster> {
+    const t = await TestCluster.own(options);
+    let proxy: ApiProxy | undefined;
     try {
-      await installBerthLeaseCrd(t.kc);
-      const core = t.kc.makeApiClient(CoreV1Api);
-      for (const ns of [OPERATOR_NS, NS]) await core.createNamespace({ body: { metadata: { name: ns } } });
-      await core.createNamespacedService({
+      await t.installBerthLeaseCrd();
+      for (const ns of [OPERATOR_NS, NS]) await t.createNamespace(ns);
+      await createObjects(t.kc, [...baseRbac(), ...selfSignedRbac()]);
+      await t.core.createNamespacedService({
         namespace: OPERATOR_NS,
         body: {
           metadata: { name: WEBHOOK_SERVICE },
@@ -87,11 +109,17 @@ export class OperatorCluster {
       const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE, name: CONFIGURATION_NAME };
       await admission.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
       await admission.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
-      const kubeconfig = await writeTempKubeconfig(
-        t.sandbox.users.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT).kubeconfig,
+      proxy = await ApiProxy.start(t);
+      const sa = await t.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT);
+      // The RBAC authorizer sees the new bindings through its informer, a moment after the writes.
+      const asOperator = sa.kc.makeApiClient(CustomObjectsApi);
+      await eventually(() =>
+        asOperator.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
       );
-      return new OperatorCluster(t, kubeconfig);
+      const kubeconfig = await t.writeKubeconfig(proxy.kubeconfigFor(sa.kubeconfig));
+      return new OperatorCluster(t, proxy, kubeconfig);
     } catch (err) {
+      await proxy?.stop();
       await t.stop();
       throw err;
     }
@@ -122,18 +150,19 @@ export class OperatorCluster {
   }
 
   /**
-   * Routes the webhook Service to these replicas (replacing the previous endpoints), each used while its
-   * /readyz answers 200, as the endpoints controller and kube-proxy would.
+   * Routes the webhook Service to these replicas (replacing the previous endpoints), each Ready while its
+   * /readyz answers 200, as the EndpointSlice controller would make a Pod's endpoint.
    */
   async route(replicas: readonly OperatorProcess[]): Promise<void> {
     const endpoints = await Promise.all(
       replicas.map(async (r) => ({
-        host: '127.0.0.1',
         port: await r.webhookPort(),
         readinessUrl: `http://${await r.health()}/readyz`,
       })),
     );
-    this.t.sandbox.services.map(OPERATOR_NS, WEBHOOK_SERVICE, endpoints);
+    if (this.#route === undefined)
+      this.#route = await this.t.routeService(OPERATOR_NS, WEBHOOK_SERVICE, endpoints);
+    else await this.#route.update(endpoints);
   }
 
   /** The caBundle of both configurations ('' when unset). */
@@ -210,7 +239,8 @@ export class OperatorCluster {
     }
   }
 
-  stop(): Promise<void> {
-    return this.t.stop();
+  async stop(): Promise<void> {
+    await this.proxy.stop();
+    await this.t.stop();
   }
 }

@@ -2,14 +2,15 @@
 // is durable (the BerthLease status, the CA Secret, the webhook configurations) and nothing else:
 //
 //   - in the middle of a reconcile: the central server has granted the lease, the status write recording
-//     it is in flight (held by a sandbox delay fault) when the leader dies;
+//     it is in flight (held by a delay fault of the API proxy) when the leader dies;
 //   - in the middle of a stop/drain of a managed Deployment (its scale-down write in flight);
 //   - in the middle of a webhook CA rotation (the rotated CA Secret written, the caBundle patch in flight).
 //
 // Two clusters (east, west) share the central lease server and run the same managed workload; the
 // invariant monitor (test/helpers/invariants.ts) watches both throughout: never a running Pod of the
 // workload in both clusters, never a fencing token going backwards, never an unregistered managed Pod
-// running. Leader election uses a 2 s Lease, so a killed leader is replaced within seconds.
+// running. Leader election uses a 2 s Lease, so a killed leader is replaced within seconds. The CA
+// rotation then runs in east, once its managed case is over (two control planes for the file).
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CA_DATA_KEYS } from '../../../certs/authority.ts';
@@ -22,15 +23,22 @@ import { CentralFaultFront } from '../../helpers/central-faults.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { InvariantMonitor } from '../../helpers/invariants.ts';
 import { type OperatorProcess, stopOperatorProcesses } from '../../helpers/operator-process.ts';
-import { deploymentLease, FAST_SIMULATOR } from '../managed/harness.ts';
+import { deploymentLease } from '../managed/harness.ts';
 import { CA_SECRET, NS, OPERATOR_NS, OPERATOR_USER, OperatorCluster } from './operator-cluster.ts';
 
 /** Holds a write "forever" (until the test removes the fault or the writer's connection closes). */
 const HOLD_MS = 60_000;
 const LEASE = 'alpha';
 
+let east: OperatorCluster;
+let west: OperatorCluster;
+
+beforeAll(async () => {
+  [east, west] = await Promise.all([OperatorCluster.start(), OperatorCluster.start()]);
+});
 afterAll(async () => {
   await stopOperatorProcesses();
+  await Promise.all([east?.stop(), west?.stop()]);
 });
 
 /** The replica holding the leader Lease of `cluster`, once one of `replicas` does. */
@@ -77,14 +85,12 @@ async function createDeployment(cluster: OperatorCluster): Promise<void> {
   });
 }
 
-describe.concurrent('SIGKILL of the leader operator', () => {
+describe('SIGKILL of the leader operator', () => {
   describe('a managed lease (two clusters, one central server)', () => {
     let central: CentralServer;
     let front: CentralFaultFront;
-    let east: OperatorCluster;
-    let west: OperatorCluster;
     let monitor: InvariantMonitor;
-    /** Every replica this case starts (the other case runs concurrently with its own). */
+    /** Every replica this case starts (stopped before the next case). */
     const replicas: OperatorProcess[] = [];
 
     beforeAll(async () => {
@@ -95,17 +101,14 @@ describe.concurrent('SIGKILL of the leader operator', () => {
       });
       // East reaches the central server through a fault front, so a call can be held in flight.
       front = await CentralFaultFront.start(central.url);
-      const cluster = { simulateWorkloads: true, simulator: FAST_SIMULATOR };
-      [east, west] = await Promise.all([OperatorCluster.start(cluster), OperatorCluster.start(cluster)]);
       monitor = await InvariantMonitor.start([
         { name: 'east', kc: east.t.kc },
         { name: 'west', kc: west.t.kc },
       ]);
-    }, 60_000);
+    });
     afterAll(async () => {
       await monitor?.stop();
       await stopOperatorProcesses(replicas);
-      await Promise.all([east?.stop(), west?.stop()]);
       await front?.stop();
       await central?.stop();
     });
@@ -137,7 +140,7 @@ describe.concurrent('SIGKILL of the leader operator', () => {
       await eventually(async () => ((await east.lease(LEASE))?.metadata.finalizers ?? []).length > 0);
       await createDeployment(east);
       await eventually(() => front.hits() >= 1, { timeoutMs: 10_000 }); // the acquire is in flight
-      const statusWrite = east.t.sandbox.faults.inject({
+      const statusWrite = east.proxy.inject({
         verbs: ['update'],
         resource: 'berthleases',
         subresource: 'status',
@@ -186,7 +189,7 @@ describe.concurrent('SIGKILL of the leader operator', () => {
       await e3.ready();
       await east.route([standby, e3]);
       const third = second === e3 ? standby : e3;
-      const scaleDown = east.t.sandbox.faults.inject({
+      const scaleDown = east.proxy.inject({
         verbs: ['patch', 'update'],
         resource: 'deployments',
         name: LEASE,
@@ -237,11 +240,12 @@ describe.concurrent('SIGKILL of the leader operator', () => {
     const replicas: OperatorProcess[] = [];
 
     beforeAll(async () => {
-      cluster = await OperatorCluster.start();
-    }, 60_000);
+      cluster = east;
+      // The managed case's replicas made a CA of their own: this case starts from the one it writes.
+      await cluster.core.deleteNamespacedSecret({ namespace: OPERATOR_NS, name: CA_SECRET });
+    });
     afterAll(async () => {
       await stopOperatorProcesses(replicas);
-      await cluster?.stop();
     });
 
     it('the rotated CA Secret is written, the caBundle patch in flight: the successor makes both agree', async () => {
@@ -259,7 +263,7 @@ describe.concurrent('SIGKILL of the leader operator', () => {
       });
       const oldBundle = Buffer.from(old.cert).toString('base64');
       await cluster.setCaBundle(oldBundle);
-      const bundlePatch = cluster.t.sandbox.faults.inject({
+      const bundlePatch = cluster.proxy.inject({
         verbs: ['patch', 'update'],
         group: 'admissionregistration.k8s.io',
         user: OPERATOR_USER,

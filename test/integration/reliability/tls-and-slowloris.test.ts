@@ -1,5 +1,5 @@
 // Security: every server speaks TLS 1.2+ only (the admission server, the central server given a
-// certificate, the sandbox API server), and a slow-loris client (headers trickled byte by byte, never
+// certificate, the Kubernetes API server the operator talks to, as the control plane runs it), and a slow-loris client (headers trickled byte by byte, never
 // finished) is cut off by the central server within its header timeout while other clients are served.
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -16,15 +16,15 @@ import { createLogger } from '../../../src/observability/logger.ts';
 import { allow } from '../../../webhooks/review.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { SwappableCertificates, type TestPki, testPki } from '../../fixtures/webhooks/certs.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { startTestSandbox, type TestSandbox } from '../../helpers/sandbox.ts';
 
 const silent = createLogger({ level: 'silent' });
 let pki: TestPki;
 let tlsCentral: CentralServer;
 let plainCentral: CentralServer;
 let admission: AdmissionServer;
-let sandbox: TestSandbox;
+let cluster: TestCluster;
 
 beforeAll(async () => {
   pki = await testPki(['localhost', '127.0.0.1']);
@@ -43,14 +43,14 @@ beforeAll(async () => {
     logger: silent,
   });
   await admission.start();
-  sandbox = await startTestSandbox();
+  cluster = await TestCluster.shared();
 }, 60_000);
 
 afterAll(async () => {
   await tlsCentral?.stop();
   await plainCentral?.stop();
   await admission?.close();
-  await sandbox?.stop();
+  await cluster?.stop();
 });
 
 /** Negotiated protocol of a handshake pinned to [min, max]; the client itself allows legacy versions. */
@@ -94,7 +94,7 @@ describe('TLS 1.2+ only', () => {
   const servers: Array<[string, () => number]> = [
     ['admission server', () => admission.port],
     ['central server', () => portOf(tlsCentral.url)],
-    ['sandbox API server', () => portOf(sandbox.sandbox.url)],
+    ['Kubernetes API server', () => portOf(cluster.url)],
   ];
   for (const [name, port] of servers) {
     it(`the ${name} refuses TLS 1.0/1.1 and accepts 1.2 and 1.3`, async () => {
