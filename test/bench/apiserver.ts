@@ -8,7 +8,13 @@ import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:https';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../hack/controlplane/controlplane.ts';
-import { adminKubeConfig, benchControlPlane, describeServer, KUBELETLESS_NODES } from './controlplane.ts';
+import {
+  adminKubeConfig,
+  benchControlPlane,
+  describeServer,
+  KUBELETLESS_NODES,
+  kubeletlessNode,
+} from './controlplane.ts';
 
 /**
  * Bulk creation over keep-alive connections: client-node 2.x opens a new TLS connection per request,
@@ -56,24 +62,6 @@ export interface ApiServerBenchOptions {
   pods: number;
 }
 
-const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-
-/** A Node as a kubelet registers it (Ready), which no kubelet then heartbeats (see KUBELETLESS_NODES). */
-const node = (i: number) => ({
-  metadata: { name: `node-${i}`, labels: { 'kubernetes.io/hostname': `node-${i}` } },
-  status: {
-    conditions: [
-      {
-        type: 'Ready',
-        status: 'True',
-        reason: 'KubeletReady',
-        lastHeartbeatTime: now(),
-        lastTransitionTime: now(),
-      },
-    ],
-  },
-});
-
 /** Bound to its Node at creation: the scheduler leaves it alone. */
 const pod = (i: number, nodes: number): V1Pod => ({
   metadata: { name: `pod-${i}`, labels: { app: `app-${i % 50}`, tier: i % 2 ? 'web' : 'db' } },
@@ -114,7 +102,7 @@ export async function benchApiServer(
     const rssBefore = { apiserver: await rssMib(cp, 'kube-apiserver'), etcd: await rssMib(cp, 'etcd') };
     log(`apiserver: creating ${opts.nodes} nodes and ${opts.pods} pods`);
     const createNodes = await timed(() =>
-      inBatches(opts.nodes, 16, (i) => bulk.post('/api/v1/nodes', node(i))),
+      inBatches(opts.nodes, 16, (i) => bulk.post('/api/v1/nodes', kubeletlessNode(i))),
     );
     const createPods = await timed(() =>
       inBatches(opts.pods, 16, (i) => bulk.post('/api/v1/namespaces/default/pods', pod(i, opts.nodes))),

@@ -19,6 +19,25 @@ export const KUBELETLESS_NODES: Pick<ControlPlaneOptions, 'controllerManagerFlag
   controllerManagerFlags: ['--node-monitor-grace-period=1h', '--node-startup-grace-period=1h'],
 };
 
+/** Now as a Kubernetes Time (whole seconds). */
+export const kubeNow = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+
+/** Node `node-<i>` as a kubelet registers it (Ready), which no kubelet then heartbeats (KUBELETLESS_NODES). */
+export const kubeletlessNode = (i: number) => ({
+  metadata: { name: `node-${i}`, labels: { 'kubernetes.io/hostname': `node-${i}` } },
+  status: {
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'KubeletReady',
+        lastHeartbeatTime: kubeNow(),
+        lastTransitionTime: kubeNow(),
+      },
+    ],
+  },
+});
+
 const running = new Set<ControlPlane>();
 
 /** Registers `cp` to be stopped by stopControlPlanes() (stopping twice is harmless). */

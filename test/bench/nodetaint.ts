@@ -17,7 +17,14 @@ import { type KubeRequester, KubeTransport } from '../../src/kube/client.ts';
 import { nodeTaintFlags, parseNodeTaintConfig } from '../../src/nodetaint/config.ts';
 import { NodeTaintGuard } from '../../src/nodetaint/controller.ts';
 import { createRegistry } from '../../src/observability/metrics.ts';
-import { adminKubeConfig, benchControlPlane, describeServer, KUBELETLESS_NODES } from './controlplane.ts';
+import {
+  adminKubeConfig,
+  benchControlPlane,
+  describeServer,
+  KUBELETLESS_NODES,
+  kubeletlessNode,
+  kubeNow,
+} from './controlplane.ts';
 
 type Figures = Record<string, number | string | boolean>;
 
@@ -77,24 +84,6 @@ async function inBatches(count: number, batch: number, fn: (i: number) => Promis
     await Promise.all(Array.from({ length: Math.min(batch, count - i) }, (_, j) => fn(i + j)));
 }
 
-const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-
-/** A Node as a kubelet registers it: Ready. */
-const node = (i: number) => ({
-  metadata: { name: `node-${i}`, labels: { 'kubernetes.io/hostname': `node-${i}` } },
-  status: {
-    conditions: [
-      {
-        type: 'Ready',
-        status: 'True',
-        reason: 'KubeletReady',
-        lastHeartbeatTime: now(),
-        lastTransitionTime: now(),
-      },
-    ],
-  },
-});
-
 /** Counts the Node writes (every request but GET: patches, updates, retries after a conflict). */
 function countingNodeWrites(inner: KubeRequester): { transport: KubeRequester; writes(): number } {
   let writes = 0;
@@ -116,7 +105,7 @@ const readyStatus = (ready: boolean) => ({
       {
         type: 'Ready',
         status: ready ? 'True' : 'False',
-        lastTransitionTime: now(),
+        lastTransitionTime: kubeNow(),
       },
     ],
   },
@@ -144,7 +133,7 @@ export async function benchNodeTaint(
     }
     log(`nodetaint: creating ${opts.nodes} nodes with a Ready agent pod each`);
     const setupStart = performance.now();
-    await inBatches(opts.nodes, 16, (i) => api.call('POST', '/api/v1/nodes', node(i)));
+    await inBatches(opts.nodes, 16, (i) => api.call('POST', '/api/v1/nodes', kubeletlessNode(i)));
     await inBatches(opts.nodes, 16, async (i) => {
       await api.call('POST', `/api/v1/namespaces/${AGENT_NS}/pods`, {
         metadata: { name: `agent-${i}`, labels: { 'app.kubernetes.io/name': 'aether-agent' } },

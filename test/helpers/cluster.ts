@@ -364,7 +364,8 @@ export class TestCluster {
   }
 }
 
-function handleOf(cp: ControlPlane): ClusterHandle {
+/** What a test file needs of a control plane (serializable, for the global setup to provide). */
+export function handleOf(cp: ControlPlane): ClusterHandle {
   return {
     url: cp.url,
     caCert: cp.caCert,

@@ -5,6 +5,7 @@
 import type { TestProject } from 'vitest/node';
 import { ensureBinaries } from '../../hack/controlplane/build.ts';
 import { startControlPlane } from '../../hack/controlplane/controlplane.ts';
+import { handleOf } from '../helpers/cluster.ts';
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -13,15 +14,7 @@ const log = (line: string): void => {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const binaries = await ensureBinaries({ log });
   const cp = await startControlPlane({ binaries, nodes: 3, log });
-  project.provide('cluster', {
-    url: cp.url,
-    caCert: cp.caCert,
-    ca: cp.ca,
-    kubeconfig: cp.kubeconfig,
-    adminToken: cp.adminToken,
-    hostAddress: cp.hostAddress,
-    nodeNames: [...cp.nodeNames],
-  });
+  project.provide('cluster', handleOf(cp));
   return async () => {
     const failure = cp.failure();
     await cp.stop();

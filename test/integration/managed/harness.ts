@@ -21,15 +21,7 @@ import {
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
-import {
-  type BerthLease,
-  type BerthLeaseSpec,
-  GROUP,
-  MUTATE_WORKLOADS_PATH,
-  PLURAL,
-  VALIDATE_WORKLOADS_PATH,
-  VERSION,
-} from '../../../src/berth/api.ts';
+import { type BerthLease, type BerthLeaseSpec, GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
 import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
@@ -48,6 +40,7 @@ import {
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
+import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { type ServiceAccountUser, type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
@@ -113,10 +106,6 @@ export const isGated = (pod: V1Pod): boolean =>
   (pod.spec?.schedulingGates ?? []).some((g) => g.name === GATE);
 export const isRunning = (pod: V1Pod): boolean =>
   !!pod.spec?.nodeName && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
-
-/** The admission requests the server answered on `path` (its controller-runtime request counter). */
-const served = async (registry: Registry, path: string): Promise<number> =>
-  (await sumMetric(registry, 'controller_runtime_webhook_requests_total', { webhook: path })) ?? 0;
 
 export class ManagedCluster {
   readonly t: TestCluster;
@@ -228,35 +217,7 @@ export class ManagedCluster {
       });
     }
     this.#caBundle = params.caBundle;
-    await this.#admissionServed();
-  }
-
-  /**
-   * Until kube-apiserver calls both webhooks (it picks up configurations, EndpointSlices and their CA
-   * asynchronously): dry-run Pod creations, until the server has answered one on each path.
-   */
-  async #admissionServed(): Promise<void> {
-    const [mutated, validated] = [
-      await served(this.admissionRegistry, MUTATE_WORKLOADS_PATH),
-      await served(this.admissionRegistry, VALIDATE_WORKLOADS_PATH),
-    ];
-    await eventually(
-      async () => {
-        await this.core.createNamespacedPod({
-          namespace: NS,
-          dryRun: 'All',
-          body: {
-            metadata: { generateName: 'admission-probe-' },
-            spec: { containers: [{ name: 'c', image: 'registry.example.com/app:1' }] },
-          },
-        });
-        return (
-          (await served(this.admissionRegistry, MUTATE_WORKLOADS_PATH)) > mutated &&
-          (await served(this.admissionRegistry, VALIDATE_WORKLOADS_PATH)) > validated
-        );
-      },
-      { timeoutMs: 30_000, intervalMs: 100 },
-    );
+    await untilAdmissionServed(this.core, NS, this.admissionRegistry);
   }
 
   ref(): { group: string; version: string; plural: string; namespace: string } {

@@ -4,13 +4,7 @@
 import { AdmissionregistrationV1Api, AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { baseRbac } from '../../../scripts/deploy-rbac.ts';
-import {
-  GROUP,
-  MUTATE_WORKLOADS_PATH,
-  PLURAL,
-  VALIDATE_WORKLOADS_PATH,
-  VERSION,
-} from '../../../src/berth/api.ts';
+import { GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import type { ManualClock } from '../../../src/kube/clock.ts';
 import {
   mutatingWebhookConfiguration,
@@ -19,6 +13,7 @@ import {
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
+import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
@@ -149,7 +144,7 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE, caBundle: pki.caBundle };
     await configs.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
     await configs.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
-    await admissionServed(t, registry);
+    await untilAdmissionServed(t.core, ADMISSION_NS, registry);
     return {
       t,
       proxy,
@@ -162,35 +157,4 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     await stop();
     throw err;
   }
-}
-
-/** Reviews the admission server answered on `path`. */
-async function served(registry: Registry, path: string): Promise<number> {
-  const values =
-    (await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values ?? [];
-  return values.filter((v) => v.labels.webhook === path).reduce((sum, v) => sum + v.value, 0);
-}
-
-/**
- * Until kube-apiserver calls both webhooks (it picks up the configurations and the Service's
- * EndpointSlices through informers): dry-run Pod creations, until each path has answered one.
- */
-async function admissionServed(t: TestCluster, registry: Registry): Promise<void> {
-  await eventually(
-    async () => {
-      await t.core.createNamespacedPod({
-        namespace: ADMISSION_NS,
-        dryRun: 'All',
-        body: {
-          metadata: { generateName: 'admission-probe-' },
-          spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
-        },
-      });
-      return (
-        (await served(registry, MUTATE_WORKLOADS_PATH)) > 0 &&
-        (await served(registry, VALIDATE_WORKLOADS_PATH)) > 0
-      );
-    },
-    { timeoutMs: 30_000, intervalMs: 100 },
-  );
 }

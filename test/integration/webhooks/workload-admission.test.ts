@@ -16,7 +16,6 @@ import {
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
-import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../../../src/berth/api.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
 import { KubeTransport } from '../../../src/kube/client.ts';
 import {
@@ -28,6 +27,7 @@ import {
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
+import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { jsonPatch } from '../../helpers/api.ts';
 import { type ServiceAccountUser, TestCluster, type TestUser } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -131,12 +131,6 @@ function found<T>(what: string, probe: () => Promise<T | undefined>): Promise<T>
   });
 }
 
-/** Requests the admission server answered on `path`. */
-async function served(path: string): Promise<number> {
-  const values = (await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values;
-  return (values ?? []).filter((v) => v.labels.webhook === path).reduce((sum, v) => sum + v.value, 0);
-}
-
 beforeAll(async () => {
   t = await TestCluster.own();
   core = t.kc.makeApiClient(CoreV1Api);
@@ -184,26 +178,8 @@ beforeAll(async () => {
   await configs.createValidatingWebhookConfiguration({
     body: validatingWebhookConfiguration(params(caBundle)),
   });
-  // kube-apiserver picks up configurations, EndpointSlices and RBAC asynchronously: probe with dry-run
-  // Pods until both webhooks have answered, and until alice's binding is in effect.
-  await eventually(
-    async () => {
-      const before = [await served(MUTATE_WORKLOADS_PATH), await served(VALIDATE_WORKLOADS_PATH)];
-      await core.createNamespacedPod({
-        namespace: NS,
-        dryRun: 'All',
-        body: {
-          metadata: { generateName: 'admission-probe-' },
-          spec: { containers: [{ name: 'c', image: 'registry.example.com/app:1' }] },
-        },
-      });
-      return (
-        (await served(MUTATE_WORKLOADS_PATH)) > (before[0] ?? 0) &&
-        (await served(VALIDATE_WORKLOADS_PATH)) > (before[1] ?? 0)
-      );
-    },
-    { timeoutMs: 30_000, intervalMs: 100 },
-  );
+  await untilAdmissionServed(core, NS, registry);
+  // RBAC sees alice's binding a moment after it is written.
   await eventually(() => alice.kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: NS }));
 });
 
