@@ -188,7 +188,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /** A lock directory holding the owner's pid; a lock whose owner has died is taken over. */
-async function acquireLock(path: string, log: (line: string) => void): Promise<() => void> {
+export async function acquireLock(path: string, log: (line: string) => void): Promise<() => void> {
   let waiting = false;
   for (;;) {
     try {

@@ -1,6 +1,16 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { cacheKey, cacheRoot, pinnedVersions, refusedModule } from '../../../hack/controlplane/build.ts';
+import {
+  acquireLock,
+  cacheKey,
+  cacheRoot,
+  pinnedVersions,
+  refusedModule,
+} from '../../../hack/controlplane/build.ts';
 import { kubeconfigYaml } from '../../../hack/controlplane/controlplane.ts';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
 
@@ -45,6 +55,46 @@ describe('the control-plane build', () => {
 
   it('finds no refused module in other failures', () => {
     expect(refusedModule('# k8s.io/kubernetes/pkg/x\n./x.go:1:1: syntax error')).toBeUndefined();
+  });
+});
+
+describe('the build lock', () => {
+  it('makes a second build wait for the first, and says so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-lock-'));
+    try {
+      const lines: string[] = [];
+      const first = await acquireLock(join(dir, 'key.lock'), (l) => lines.push(l));
+      let secondHeld = false;
+      const second = acquireLock(join(dir, 'key.lock'), (l) => lines.push(l)).then((release) => {
+        secondHeld = true;
+        return release;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(secondHeld).toBe(false);
+      expect(lines).toEqual([
+        expect.stringMatching(/^controlplane: waiting for the build running in process \d+/),
+      ]);
+      first();
+      (await second)();
+      expect(secondHeld).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('takes over the lock of a build whose process died', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-lock-'));
+    try {
+      const dead = spawnSync('true').pid;
+      mkdirSync(join(dir, 'key.lock'));
+      writeFileSync(join(dir, 'key.lock', 'pid'), String(dead));
+      const lines: string[] = [];
+      const release = await acquireLock(join(dir, 'key.lock'), (l) => lines.push(l));
+      expect(lines).toEqual([`controlplane: removing the stale build lock of process ${dead}`]);
+      release();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
