@@ -4,10 +4,10 @@
 // this machine. The other cluster of a cross-cluster singleton is played on the central API by a second
 // holder (remote-holder.ts): two operators cannot share one cluster (each BerthLease controller and each
 // pair of webhooks covers every namespace, and the central lease is keyed by the BerthLease's namespace),
-// so the real two-operator failover is two-clusters.test.ts, which needs a second cluster. Scenarios of
-// reference/berth-spec.md §6.2: 36 (Pods really run only while held; late Pods stay gated; CronJob Jobs
-// are stopped and removed before the release), 24/25 (what admission refuses), 31 (no activation while
-// not held), 41-43 and 46 (standby, failover, rejoin, deletion), 22 (CronJob cleanup).
+// so the real two-operator failover is two-clusters.test.ts, which needs a second cluster. The Go
+// operator's test scenarios (its numbers): 36 (Pods really run only while held; late Pods stay gated;
+// CronJob Jobs are stopped and removed before the release), 24/25 (what admission refuses), 31 (no
+// activation while not held), 41-43 and 46 (standby, failover, rejoin, deletion), 22 (CronJob cleanup).
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
