@@ -94,12 +94,7 @@ export function baseRbac(): RbacObject[] {
     ...role('berth-operator-admission', 'workload-admission', admissionReadRules()),
     // The start-up check (webhooks/configurations.ts readWebhookConfigurations) on every replica.
     ...role('berth-operator-webhook-configurations', 'workload-admission', [
-      {
-        apiGroups: [ADMISSION_REGISTRATION],
-        resources: WEBHOOK_CONFIGURATIONS,
-        resourceNames: [WEBHOOK_CONFIGURATION_NAME],
-        verbs: ['get'],
-      },
+      webhookConfigurationRule([WEBHOOK_CONFIGURATION_NAME], ['get']),
     ]),
     // src/kube/leader.ts: read, create when absent, renew/take over/release by update, and a candidate's
     // watch of that one Lease (list/watch with fieldSelector metadata.name, authorized by resourceNames).
@@ -120,33 +115,37 @@ export function baseRbac(): RbacObject[] {
   ];
 }
 
+/** The Mutating and Validating webhook configurations named `names`, for `verbs`. */
+export function webhookConfigurationRule(names: readonly string[], verbs: readonly string[]): V1PolicyRule {
+  return {
+    apiGroups: [ADMISSION_REGISTRATION],
+    resources: WEBHOOK_CONFIGURATIONS,
+    resourceNames: [...names],
+    verbs: [...verbs],
+  };
+}
+
+/** Each replica's CA Secret rules (certs/ca-store.ts): create it when absent, read and rotate it by name. */
+export function caSecretRules(secretName: string = CA_SECRET_NAME): V1PolicyRule[] {
+  return [
+    { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+    { apiGroups: [''], resources: ['secrets'], resourceNames: [secretName], verbs: ['get', 'update'] },
+  ];
+}
+
+/**
+ * The leader's caBundle rule (certs/cabundle.ts): its watch is scoped with a metadata.name field selector,
+ * which kube-apiserver authorizes against resourceNames; its GET before each write is the base rule's.
+ */
+export function caBundleRule(names: readonly string[] = [WEBHOOK_CONFIGURATION_NAME]): V1PolicyRule {
+  return webhookConfigurationRule(names, ['list', 'watch', 'patch']);
+}
+
 /** The selfsigned component: the CA Secret (certs/ca-store.ts) and the caBundle (certs/cabundle.ts). */
 export function selfSignedRbac(): RbacObject[] {
   return [
-    ...role(
-      'berth-operator-webhook-ca',
-      'webhook-certificates',
-      [
-        { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-        {
-          apiGroups: [''],
-          resources: ['secrets'],
-          resourceNames: [CA_SECRET_NAME],
-          verbs: ['get', 'update'],
-        },
-      ],
-      OPERATOR_NAMESPACE,
-    ),
-    // The leader's watch is scoped with a metadata.name field selector, which kube-apiserver authorizes
-    // against resourceNames; its GET before each write is the base rule's.
-    ...role('berth-operator-webhook-cabundle', 'webhook-certificates', [
-      {
-        apiGroups: [ADMISSION_REGISTRATION],
-        resources: WEBHOOK_CONFIGURATIONS,
-        resourceNames: [WEBHOOK_CONFIGURATION_NAME],
-        verbs: ['list', 'watch', 'patch'],
-      },
-    ]),
+    ...role('berth-operator-webhook-ca', 'webhook-certificates', caSecretRules(), OPERATOR_NAMESPACE),
+    ...role('berth-operator-webhook-cabundle', 'webhook-certificates', [caBundleRule()]),
   ];
 }
 

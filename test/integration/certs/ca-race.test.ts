@@ -8,14 +8,12 @@ import { type CaData, type CaStore, SecretCaStore, type StoredCa } from '../../.
 import { serviceDnsNames } from '../../../certs/create.ts';
 import { splitPemCertificates } from '../../../certs/pem.ts';
 import { SelfSignedCertificateProvider } from '../../../certs/selfsigned.ts';
+import { caSecretRules } from '../../../scripts/deploy-rbac.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 
 const SECRET = 'berth-operator-webhook-ca';
 /** What the install grants for the CA Secret (scripts/deploy-rbac.ts). */
-const SECRET_RULES: V1PolicyRule[] = [
-  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-  { apiGroups: [''], resources: ['secrets'], resourceNames: [SECRET], verbs: ['get', 'update'] },
-];
+const SECRET_RULES: V1PolicyRule[] = caSecretRules(SECRET);
 
 let t: TestCluster;
 /** Stands for the operator namespace. */

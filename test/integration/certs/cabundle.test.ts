@@ -19,6 +19,7 @@ import { serviceDnsNames } from '../../../certs/create.ts';
 import { generateCa } from '../../../certs/issue.ts';
 import { splitPemCertificates, toCaBundleField } from '../../../certs/pem.ts';
 import { SelfSignedCertificateProvider } from '../../../certs/selfsigned.ts';
+import { caBundleRule, caSecretRules, webhookConfigurationRule } from '../../../scripts/deploy-rbac.ts';
 import { isNotFound } from '../../../src/kube/client.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
@@ -29,8 +30,6 @@ const SECRET = 'berth-operator-webhook-ca';
 /** Both configurations' name, unique on the shared cluster. */
 const CONFIG = uniqueName('berth-operator-workloads');
 const SERVICE = 'berth-operator-webhook';
-const ADMISSION = 'admissionregistration.k8s.io';
-const CONFIGURATIONS = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'];
 
 let t: TestCluster;
 let proxy: ApiProxy;
@@ -43,18 +42,8 @@ let reconciler: CaBundleReconciler;
 const registry = createRegistry({ defaultMetrics: false });
 
 /** The install's rules for the CA Secret and the caBundle (GET from the base layer, the rest selfsigned). */
-const SECRET_RULES: V1PolicyRule[] = [
-  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-  { apiGroups: [''], resources: ['secrets'], resourceNames: [SECRET], verbs: ['get', 'update'] },
-];
-const CABUNDLE_RULES: V1PolicyRule[] = [
-  {
-    apiGroups: [ADMISSION],
-    resources: CONFIGURATIONS,
-    resourceNames: [CONFIG],
-    verbs: ['get', 'list', 'watch', 'patch'],
-  },
-];
+const SECRET_RULES: V1PolicyRule[] = caSecretRules(SECRET);
+const CABUNDLE_RULES: V1PolicyRule[] = [caBundleRule([CONFIG]), webhookConfigurationRule([CONFIG], ['get'])];
 
 const webhook = (name: string, path: string, caBundle?: string) => ({
   name,

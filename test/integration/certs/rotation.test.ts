@@ -16,6 +16,7 @@ import { CaBundleReconciler } from '../../../certs/cabundle.ts';
 import { serviceDnsNames } from '../../../certs/create.ts';
 import { SelfSignedCertificateProvider } from '../../../certs/selfsigned.ts';
 import { attachToTlsServer } from '../../../certs/tls-server.ts';
+import { caBundleRule, caSecretRules, webhookConfigurationRule } from '../../../scripts/deploy-rbac.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
@@ -25,20 +26,11 @@ const CONFIG = uniqueName('berth-rotation-test');
 /** The reconciler's mutating configuration, which does not exist here. */
 const NO_CONFIG = uniqueName('none-in-this-test');
 const TLS_OPTIONS = { minVersion: 'TLSv1.2' } as const;
-const ADMISSION = 'admissionregistration.k8s.io';
-const CONFIGURATIONS = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'];
 /** The install's rules (scripts/deploy-rbac.ts): the CA Secret for each replica, the caBundle for the leader. */
-const SECRET_RULES: V1PolicyRule[] = [
-  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-  { apiGroups: [''], resources: ['secrets'], resourceNames: [SECRET], verbs: ['get', 'update'] },
-];
+const SECRET_RULES: V1PolicyRule[] = caSecretRules(SECRET);
 const CABUNDLE_RULES: V1PolicyRule[] = [
-  {
-    apiGroups: [ADMISSION],
-    resources: CONFIGURATIONS,
-    resourceNames: [CONFIG, NO_CONFIG],
-    verbs: ['get', 'list', 'watch', 'patch'],
-  },
+  caBundleRule([CONFIG, NO_CONFIG]),
+  webhookConfigurationRule([CONFIG, NO_CONFIG], ['get']),
 ];
 
 interface Replica {
