@@ -2,10 +2,10 @@
 // controller owners, never through labels or annotations in the request. A missing or replaced parent is
 // an error, never "unmanaged".
 //
-// Cost (issue #6): a Pod without a controller owner, or owned by a kind that cannot be managed, and a Job
-// without an owner, are decided without any read. Before following an owner chain, one LIST (limit=1)
-// checks whether the namespace holds any BerthLease at all; if it holds none and the object (and its old
-// version) carries no managed-lease metadata, nothing there can be managed.
+// Cost: a Pod without a controller owner, or owned by a kind that cannot be managed, and a Job without an
+// owner, are decided without any read. A root object (Deployment, CronJob, ...) without an owner costs one
+// LIST (limit=1) when its namespace holds no BerthLease. An owned object is always walked: one GET per
+// owner, then the namespace's leases.
 import { AdmissionMessage, MANAGED_LEASE, MANAGED_UID, MAX_OWNER_DEPTH } from '../src/berth/api.ts';
 import { describeError, statusOf } from '../src/kube/client.ts';
 import type { AdmissionIO } from './io.ts';
@@ -161,7 +161,16 @@ export async function expectedBinding(
     if (hasManagedAnnotations(o)) throw new ResolveError('no-live-lease', AdmissionMessage.noLiveLease);
     return undefined;
   }
-  if (!hasManagedMetadata(o) && !hasManagedMetadata(old) && !(await listed(() => ctx.leases.any()))) {
+  // An object without an owner to follow: only itself can carry a binding, and one LIST (limit=1) shows
+  // whether any lease could target it. An owned object is always walked, like the Go operator: an ancestor
+  // may carry the stamp of a lease that is gone (an orphaned, stamped ReplicaSet adopting a Pod), which
+  // only the walk refuses — docs/admission.md "Owner chains".
+  if (
+    followedOwner(o) === undefined &&
+    !hasManagedMetadata(o) &&
+    !hasManagedMetadata(old) &&
+    !(await listed(() => ctx.leases.any()))
+  ) {
     return undefined;
   }
   return resolveAt(o, kind, apiVersion, 0, ctx);

@@ -31,6 +31,7 @@ import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { jsonPatch } from '../../helpers/api.ts';
 import { type ServiceAccountUser, TestCluster, type TestUser } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { rejection } from '../../helpers/rejection.ts';
 
 const OPERATOR_NS = 'berth-system';
 const SERVICE = 'berth-operator-webhook';
@@ -453,9 +454,9 @@ describe('unmanaged workloads', () => {
     expect(dep.spec?.template.spec?.schedulingGates).toBeUndefined();
   });
 
-  it('a Pod whose owner is gone is admitted in a namespace without leases', async () => {
+  it('a Pod whose owner is gone is denied, also in a namespace without leases (the owner may have been stamped)', async () => {
     await t.createNamespace('no-leases');
-    const p = await core.createNamespacedPod({
+    const denied = core.createNamespacedPod({
       namespace: 'no-leases',
       body: {
         metadata: {
@@ -473,6 +474,6 @@ describe('unmanaged workloads', () => {
         spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
       },
     });
-    expect(p.spec?.schedulingGates).toBeUndefined();
+    expect(await rejection(denied)).toContain('resolve controller owner: replicasets.apps "gone" not found');
   });
 });

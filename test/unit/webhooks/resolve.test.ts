@@ -57,54 +57,50 @@ describe('decisions without any API read', () => {
   });
 });
 
-describe('one LIST (limit=1) before walking an owner chain', () => {
-  it('allows a Pod of a ReplicaSet in a namespace without BerthLeases with exactly one read', async () => {
+describe('owner chains are always walked, as in the Go operator', () => {
+  it('a Pod adopted into a chain stamped for a lease that is gone is denied, even with no lease left', async () => {
     const w = world();
-    const pod = workload('Pod', 'p', { namespace: 'other', owner: rsOwner('x') });
-    expect(await w.validate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
+    // The Deployment and its ReplicaSet keep the stamp of lease web, which is deleted.
+    w.io.leases.clear();
+    const pod = workload('Pod', 'stray', { owner: rsOwner(w.uids.replicaSet) });
+    for (const decide of [w.mutate, w.validate])
+      expect(await decide(request('Pod', 'CREATE', pod))).toMatchObject({
+        allowed: false,
+        code: 403,
+        reason: 'no-live-lease',
+      });
+  });
+
+  it('a Pod whose owner is gone is denied, lease or none (the owner may have been managed)', async () => {
+    const w = world();
+    w.io.leases.clear();
+    const pod = workload('Pod', 'orphan', { owner: { kind: 'ReplicaSet', name: 'gone', uid: 'gone-uid' } });
+    expect(await w.validate(request('Pod', 'CREATE', pod))).toMatchObject({
+      allowed: false,
+      code: 403,
+      message: 'resolve controller owner: replicasets.apps "gone" not found',
+    });
+  });
+
+  it('an owner-less root object in a namespace without BerthLeases costs one LIST (limit=1)', async () => {
+    const w = world();
+    const d = await w.mutate(
+      request('Deployment', 'CREATE', workload('Deployment', 'api', { namespace: 'other' })),
+    );
+    expect(d).toEqual({ allowed: true });
     expect(w.io.calls).toEqual([{ op: 'list-leases', namespace: 'other', limit: 1 }]);
   });
 
-  it('does not deny an unrelated Pod whose owner is gone when no lease exists there', async () => {
-    const w = world();
-    const pod = workload('Pod', 'orphan', { namespace: 'other', owner: rsOwner('gone') });
-    expect(await w.validate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
-  });
-
-  it('walks the chain when the object claims managed metadata even without leases', async () => {
-    const w = world();
-    const pod = workload('Pod', 'p', {
-      namespace: 'other',
-      owner: rsOwner('gone'),
-      labels: { 'berth.skaphos.io/managed-lease-uid': 'forged' },
-    });
-    const d = await w.validate(request('Pod', 'CREATE', pod));
-    expect(d).toMatchObject({
-      allowed: false,
-      code: 403,
-      message: 'resolve controller owner: replicasets.apps "web-5d9c" not found',
-    });
-  });
-
-  it('a managed Pod costs the LIST plus one GET per owner (Pod -> ReplicaSet -> Deployment)', async () => {
+  it("a managed Pod costs one GET per owner (Pod -> ReplicaSet -> Deployment) and the namespace's leases", async () => {
     const w = world();
     const pod = workload('Pod', 'web-5d9c-x1', { owner: rsOwner(w.uids.replicaSet) });
     const d = await w.mutate(request('Pod', 'CREATE', pod));
     expect(d.allowed).toBe(true);
     expect(w.io.calls).toEqual([
-      { op: 'list-leases', namespace: 'shop', limit: 1 },
       { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
       { op: 'get-workload', kind: 'Deployment', namespace: 'shop', name: 'web' },
       { op: 'list-leases', namespace: 'shop', limit: undefined },
     ]);
-  });
-
-  it('reuses a complete first page: one lease in the namespace means no second LIST', async () => {
-    const w = world();
-    w.io.leases.delete('shop/nightly');
-    const pod = workload('Pod', 'web-5d9c-x1', { owner: rsOwner(w.uids.replicaSet) });
-    await w.mutate(request('Pod', 'CREATE', pod));
-    expect(w.io.calls.map((c) => c.op)).toEqual(['list-leases', 'get-workload', 'get-workload']);
   });
 
   it('never caches across reviews: a lease created just before its target is seen', async () => {
