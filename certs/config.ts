@@ -28,7 +28,7 @@ export const CERT_FLAGS = {
   'cert-mode': {
     kind: 'string',
     default: 'selfsigned',
-    help: 'Webhook serving certificates: "selfsigned" (CA in a Secret, per-replica leaf, caBundle kept by the leader) or "files" (tls.crt/tls.key in --cert-dir, e.g. from cert-manager, hot-reloaded)',
+    help: 'Webhook serving certificates: "selfsigned" (CA in a Secret, per-replica leaf) or "files" (tls.crt/tls.key in --cert-dir, e.g. from cert-manager, hot-reloaded; its ca.crt is the caBundle of the webhooks)',
     schema: z.enum(['selfsigned', 'files']),
   },
   'cert-dir': {

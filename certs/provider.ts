@@ -1,7 +1,8 @@
 // The serving-certificate provider: the one interface the admission server consumes, whatever the source
 // of the certificate (`--cert-mode`):
 //   - `selfsigned` (default): a CA shared by all replicas through a Secret, a per-replica leaf in memory
-//     (certs/selfsigned.ts), plus the leader-only caBundle reconciler (certs/cabundle.ts);
+//     (certs/selfsigned.ts); the leader writes its CA bundle into the webhook configurations
+//     (webhooks/registration.ts);
 //   - `files`: `tls.crt`/`tls.key` in `--cert-dir` (cert-manager or any Secret mount), hot-reloaded
 //     (certs/files.ts).
 //

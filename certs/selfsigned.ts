@@ -7,8 +7,8 @@
 //   - the Secret is re-read every 10 s, so a CA rotated by another replica, a deleted Secret (recreated from
 //     the CA held in memory, so trust is not broken) or a Secret overwritten with junk is noticed;
 //   - when the API server cannot be reached the leaf is still renewed from the CA held in memory.
-// `current().ca` is the caBundle (current CA + previous CA while valid) that the leader's reconciler
-// (certs/cabundle.ts) writes into the webhook configurations.
+// `current().ca` is the caBundle (current CA + previous CA while valid) that the leader's registration
+// (webhooks/registration.ts) writes into the webhook configurations.
 import type { Counter, Registry } from 'prom-client';
 import { describeError } from '../src/kube/client.ts';
 import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';

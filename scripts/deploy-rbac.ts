@@ -5,10 +5,9 @@
 // wherever Kubernetes can check one; `create` and unnamed list/watch cannot be name-scoped.
 //
 // Three layers, matching the kustomize base and components:
-//   base        every install: BerthLeases, WorkloadAdmission's reads, the start-up check of the webhook
+//   base        every install: BerthLeases, WorkloadAdmission's reads, the registration of the webhook
 //               configurations, leader election
-//   selfsigned  the CA Secret and the leader's caBundle writes (cert-manager's cainjector does those
-//               itself in the cert-manager install, which therefore needs no extra rule)
+//   selfsigned  the CA Secret (the cert-manager install mounts cert-manager's Secret instead)
 //   nodeTaint   the node taint guard (opt-in)
 // A rule that an earlier layer (or an earlier rule of the same layer) already grants in full is dropped and
 // listed, so no permission is granted twice and every remaining rule is needed (test/integration/deploy).
@@ -92,10 +91,14 @@ export function baseRbac(): RbacObject[] {
   return [
     ...berth,
     ...role('berth-operator-admission', 'workload-admission', admissionReadRules()),
-    // The start-up check (webhooks/configurations.ts readWebhookConfigurations) on every replica.
-    ...role('berth-operator-webhook-configurations', 'workload-admission', [
-      webhookConfigurationRule([WEBHOOK_CONFIGURATION_NAME], ['get']),
-    ]),
+    // Named like the configurations it owns: deleting it (uninstalling) deletes them (webhooks/registration.ts).
+    ...role(WEBHOOK_CONFIGURATION_NAME, 'workload-admission', webhookRegistrationRules()),
+    ...role(
+      'berth-operator-webhook-endpoints',
+      'workload-admission',
+      [webhookEndpointsRule()],
+      OPERATOR_NAMESPACE,
+    ),
     // src/kube/leader.ts: read, create when absent, renew/take over/release by update, and a candidate's
     // watch of that one Lease (list/watch with fieldSelector metadata.name, authorized by resourceNames).
     ...role(
@@ -134,19 +137,27 @@ export function caSecretRules(secretName: string = CA_SECRET_NAME): V1PolicyRule
 }
 
 /**
- * The leader's caBundle rule (certs/cabundle.ts): its watch is scoped with a metadata.name field selector,
- * which kube-apiserver authorizes against resourceNames; its GET before each write is the base rule's.
+ * The webhook configurations' rules: every replica's start-up check GETs them
+ * (webhooks/configurations.ts); the leader's registration (webhooks/registration.ts) creates them (create
+ * cannot be name-scoped), watches them (a metadata.name field selector, authorized against resourceNames),
+ * updates them, and GETs their owner, the ClusterRole of the same name.
  */
-export function caBundleRule(names: readonly string[] = [WEBHOOK_CONFIGURATION_NAME]): V1PolicyRule {
-  return webhookConfigurationRule(names, ['list', 'watch', 'patch']);
+export function webhookRegistrationRules(name: string = WEBHOOK_CONFIGURATION_NAME): V1PolicyRule[] {
+  return [
+    { apiGroups: [ADMISSION_REGISTRATION], resources: WEBHOOK_CONFIGURATIONS, verbs: ['create'] },
+    webhookConfigurationRule([name], ['get', 'list', 'watch', 'update']),
+    { apiGroups: [RBAC_API], resources: ['clusterroles'], resourceNames: [name], verbs: ['get'] },
+  ];
 }
 
-/** The selfsigned component: the CA Secret (certs/ca-store.ts) and the caBundle (certs/cabundle.ts). */
+/** The registration waits for a ready endpoint of the webhook Service (its EndpointSlices, by label). */
+export function webhookEndpointsRule(): V1PolicyRule {
+  return { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] };
+}
+
+/** The selfsigned component: the CA Secret (certs/ca-store.ts). */
 export function selfSignedRbac(): RbacObject[] {
-  return [
-    ...role('berth-operator-webhook-ca', 'webhook-certificates', caSecretRules(), OPERATOR_NAMESPACE),
-    ...role('berth-operator-webhook-cabundle', 'webhook-certificates', [caBundleRule()]),
-  ];
+  return [...role('berth-operator-webhook-ca', 'webhook-certificates', caSecretRules(), OPERATOR_NAMESPACE)];
 }
 
 /** The node-taint-guard component, from src/nodetaint/rbac.ts. */

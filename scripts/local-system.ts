@@ -13,10 +13,11 @@ import { GROUP, PLURAL, VERSION } from '../src/berth/api.ts';
 import { type CentralServer, startCentralServer } from '../src/central/server.ts';
 import { parseFlags } from '../src/cli.ts';
 import { parseRunConfig } from '../src/config.ts';
+import { parseFeatureConfigs } from '../src/features.ts';
 import { isAlreadyExists } from '../src/kube/client.ts';
 import type { Manager } from '../src/kube/manager.ts';
 import { createLogger, type LogLevel } from '../src/observability/logger.ts';
-import { buildOperator, parseFeatureConfigs, runCommand } from '../src/run.ts';
+import { buildOperator, runCommand } from '../src/run.ts';
 import {
   containerEnvironment,
   type ManifestObject,

@@ -3,16 +3,21 @@
 // admission server, informers and controllers) and runs it until SIGTERM/SIGINT or lost leadership.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import { CaBundleReconciler } from '../certs/cabundle.ts';
-import { type CertConfig, certFlags, parseCertConfig } from '../certs/config.ts';
+import { certFlags } from '../certs/config.ts';
 import { createCertificateProvider } from '../certs/create.ts';
 import type { CertificateProvider } from '../certs/provider.ts';
 import { certificateReadinessCheck } from '../certs/readiness.ts';
-import { configurationCheck, readWebhookConfigurations } from '../webhooks/configurations.ts';
-import { parseWebhookConfig, type WebhookConfig, webhookFlags } from '../webhooks/flags.ts';
+import {
+  configurationCheck,
+  mutatingWebhookConfiguration,
+  readWebhookConfigurations,
+  validatingWebhookConfiguration,
+} from '../webhooks/configurations.ts';
+import { webhookFlags } from '../webhooks/flags.ts';
+import { WebhookRegistration } from '../webhooks/registration.ts';
 import { AdmissionServer } from '../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../webhooks/workload-admission.ts';
-import { type BerthConfig, berthFlags, leaseClientFor, parseBerthConfig } from './berth/config.ts';
+import { berthFlags, leaseClientFor } from './berth/config.ts';
 import { BerthLeaseController } from './berth/controller.ts';
 import { leaderFailoverBoundMs } from './berth/failover-margin.ts';
 import { ManagedWorkloads } from './berth/managed-workloads.ts';
@@ -20,16 +25,12 @@ import { CENTRAL_READINESS_CHECK, centralReadinessCheck } from './berth/readines
 import type { CommandSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
 import { parseRunConfig, RUN_FLAG_SPECS, type RunConfig, resolveOperatorNamespace } from './config.ts';
+import { type FeatureConfigs, parseFeatureConfigs } from './features.ts';
 import { KubeTransport, loadKubeConfig } from './kube/client.ts';
 import { EventRecorder, eventSinkFor } from './kube/events.ts';
 import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
 import { type LifecycleEvent, Manager } from './kube/manager.ts';
-import {
-  type NodeTaintConfig,
-  NodeTaintGuard,
-  nodeTaintFlags,
-  parseNodeTaintConfig,
-} from './nodetaint/index.ts';
+import { NodeTaintGuard, nodeTaintFlags } from './nodetaint/index.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createRegistry } from './observability/metrics.ts';
 
@@ -38,24 +39,6 @@ export const runCommand: CommandSpec = {
   summary: 'Run the operator against the cluster of the kubeconfig (or in-cluster) until SIGTERM/SIGINT.',
   flags: [...RUN_FLAG_SPECS, ...berthFlags, ...webhookFlags, ...certFlags, ...nodeTaintFlags],
 };
-
-/** The domain features' own configurations, parsed from the same flags. */
-export interface FeatureConfigs {
-  berth: BerthConfig;
-  webhook: WebhookConfig;
-  certs: CertConfig;
-  nodeTaint: NodeTaintConfig;
-}
-
-/** Validates the feature flags (one-line UsageError on a bad value). */
-export function parseFeatureConfigs(flags: FlagValues, namespace: string): FeatureConfigs {
-  return {
-    berth: parseBerthConfig(flags),
-    webhook: parseWebhookConfig(flags),
-    certs: parseCertConfig(flags),
-    nodeTaint: parseNodeTaintConfig(flags, { operatorNamespace: namespace }),
-  };
-}
 
 /** Identifies this controller in Events (events.k8s.io/v1 reportingController). */
 export const REPORTING_CONTROLLER = 'berth.skaphos.io/berth-operator';
@@ -124,6 +107,14 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     addBerthLeases(manager, deps, { transport, recorder, registry, failoverBoundMs });
   }
   if (features.webhook.enableWorkloadAdmission) addWorkloadAdmission(manager, deps, registry);
+  if (
+    features.berth.apiServer === '' &&
+    !features.webhook.enableWorkloadAdmission &&
+    !features.nodeTaint.enabled
+  )
+    logger.warn(
+      'no feature is enabled (--berth-api-server, --enable-workload-admission, --node-taint-guard): only leader election runs',
+    );
   if (features.nodeTaint.enabled) {
     const guard = new NodeTaintGuard({ config: features.nodeTaint, transport, recorder, registry, logger });
     for (const runnable of guard.runnables()) manager.add(runnable);
@@ -156,9 +147,9 @@ function addBerthLeases(
 ): void {
   const { features, logger, namespace } = deps;
   const config = features.berth;
-  if (config.clusterId === '')
+  if (config.useSpecHolderIdentity)
     logger.warn(
-      "no --cluster-id: each BerthLease's spec.holderIdentity is its holder, so the same BerthLease in several clusters would share one holder",
+      "--use-spec-holder-identity: each BerthLease's spec.holderIdentity is its holder, so the same BerthLease in several clusters shares one holder",
     );
   // Never the API key: only whether one is configured.
   logger.info(
@@ -213,7 +204,7 @@ function addBerthLeases(
 /**
  * WorkloadAdmission on every replica: the serving certificate (ready once a valid pair is loaded), the
  * HTTPS admission server, the check that the live webhook configurations exclude this namespace and keep
- * their fail-closed settings, and on the leader, in selfsigned mode, the caBundle reconciler.
+ * their fail-closed settings, and on the leader the registration of those configurations.
  */
 function addWorkloadAdmission(manager: Manager, deps: OperatorDeps, registry: Registry): void {
   const { features, logger, namespace, kubeConfig: kc } = deps;
@@ -268,20 +259,21 @@ function addWorkloadAdmission(manager: Manager, deps: OperatorDeps, registry: Re
     },
   });
 
-  if (certs.certMode === 'selfsigned') {
-    const reconciler = new CaBundleReconciler({
+  if (webhook.webhookRegistration) {
+    const registration = new WebhookRegistration({
       kc,
-      mutatingWebhookConfiguration: webhook.webhookConfigurationName,
-      validatingWebhookConfiguration: webhook.webhookConfigurationName,
+      mutating: mutatingWebhookConfiguration(params),
+      validating: validatingWebhookConfiguration(params),
+      service: { namespace, name: certs.webhookServiceName },
       source: provider,
       logger,
       registry,
     });
     manager.add({
-      name: 'webhook-cabundle',
+      name: 'webhook-registration',
       needLeaderElection: true,
-      start: (signal) => reconciler.start(signal),
-      stop: () => reconciler.stop(),
+      start: (signal) => registration.start(signal),
+      stop: () => registration.stop(),
     });
   }
 }

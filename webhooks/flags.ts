@@ -20,8 +20,15 @@ export const webhookFlags: FlagSpec[] = [
     name: 'webhook-configuration-name',
     kind: 'string',
     default: DEFAULT_CONFIGURATION_NAME,
-    help: 'Name of the Mutating and Validating webhook configurations checked at start-up',
+    help: 'Name of the Mutating and Validating webhook configurations (and of the ClusterRole that owns them)',
     env: 'BERTH_WEBHOOK_CONFIGURATION_NAME',
+  },
+  {
+    name: 'webhook-registration',
+    kind: 'boolean',
+    default: true,
+    help: 'The leader registers the webhook configurations once the webhook Service has a ready endpoint and keeps them as built; false: they are managed elsewhere (only with --cert-mode files) and only checked',
+    env: 'BERTH_WEBHOOK_REGISTRATION',
   },
   {
     name: 'enable-workload-admission',
@@ -76,6 +83,7 @@ const schema = z
   .object({
     'webhook-port': z.number().int('must be a whole number').min(0).max(65535, 'must be a port (0-65535)'),
     'webhook-configuration-name': dnsSubdomain,
+    'webhook-registration': z.boolean(),
     'enable-workload-admission': z.boolean(),
     'workload-operator-user': z.string(),
     'workload-operator-namespace': z.union([z.literal(''), dnsLabel]),
@@ -93,6 +101,8 @@ const schema = z
 export interface WebhookConfig {
   webhookPort: number;
   webhookConfigurationName: string;
+  /** `--webhook-registration`: the leader creates and keeps the configurations. */
+  webhookRegistration: boolean;
   enableWorkloadAdmission: boolean;
   workloadOperatorUser: string;
   workloadOperatorNamespace: string;
@@ -106,6 +116,7 @@ export function parseWebhookConfig(values: FlagValues): WebhookConfig {
     return {
       webhookPort: f['webhook-port'],
       webhookConfigurationName: f['webhook-configuration-name'],
+      webhookRegistration: f['webhook-registration'],
       enableWorkloadAdmission: f['enable-workload-admission'],
       workloadOperatorUser: f['workload-operator-user'],
       workloadOperatorNamespace: f['workload-operator-namespace'],

@@ -19,8 +19,10 @@ export interface BerthConfig {
   caBundle: string | undefined;
   serverName: string;
   insecureSkipTlsVerify: boolean;
-  /** `--cluster-id`: the holder identity for every lease ('' falls back to spec.holderIdentity). */
+  /** `--cluster-id`: the holder identity for every lease. */
   clusterId: string;
+  /** `--use-spec-holder-identity`: with no cluster id, each lease's spec.holderIdentity is its holder. */
+  useSpecHolderIdentity: boolean;
   maxConcurrentReconciles: number;
 }
 
@@ -36,8 +38,15 @@ export const berthFlags: FlagSpec[] = [
     name: 'cluster-id',
     kind: 'string',
     default: '',
-    help: "Holder identity of this cluster for every BerthLease (one per cluster for cross-cluster singletons); when empty, each lease's spec.holderIdentity",
+    help: 'Holder identity of this cluster for every BerthLease, unique per cluster (required with --berth-api-server unless --use-spec-holder-identity)',
     env: 'BERTH_CLUSTER_ID',
+  },
+  {
+    name: 'use-spec-holder-identity',
+    kind: 'boolean',
+    default: false,
+    help: "Lease-only use without --cluster-id: each BerthLease's spec.holderIdentity is its holder, so clusters holding the same BerthLease share one holder (not with --enable-workload-admission)",
+    env: 'BERTH_USE_SPEC_HOLDER_IDENTITY',
   },
   {
     name: 'berth-api-key',
@@ -114,6 +123,7 @@ const schema = z
     'berth-ca-bundle-file': z.string(),
     'berth-server-name': z.string(),
     'berth-insecure-skip-tls-verify': z.boolean(),
+    'use-spec-holder-identity': z.boolean(),
     'berthlease-max-concurrent-reconciles': z
       .number()
       .int('must be a whole number')
@@ -163,6 +173,7 @@ export function parseBerthConfig(values: FlagValues): BerthConfig {
     serverName: f['berth-server-name'],
     insecureSkipTlsVerify: f['berth-insecure-skip-tls-verify'],
     clusterId: f['cluster-id'],
+    useSpecHolderIdentity: f['use-spec-holder-identity'],
     maxConcurrentReconciles: f['berthlease-max-concurrent-reconciles'],
   };
 }

@@ -19,9 +19,10 @@ import { admissionReadRules } from '../../scripts/deploy-rbac.ts';
 import { berthLeaseRbacObjects } from '../../src/berth/rbac.ts';
 import { parseFlags } from '../../src/cli.ts';
 import { parseRunConfig } from '../../src/config.ts';
+import { parseFeatureConfigs } from '../../src/features.ts';
 import type { Manager } from '../../src/kube/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { buildOperator, parseFeatureConfigs, runCommand } from '../../src/run.ts';
+import { buildOperator, runCommand } from '../../src/run.ts';
 import {
   mutatingWebhookConfiguration,
   NAMESPACE_NAME_LABEL,
@@ -182,6 +183,8 @@ export class E2eOperator {
       `--workload-operator-user=${this.user}`,
       `--workload-operator-namespace=${this.namespace}`,
       `--webhook-configuration-name=${this.configurationName}`,
+      // The configurations call this machine by URL, so the suite writes them itself.
+      '--webhook-registration=false',
       `--webhook-port=${this.#port}`,
       '--cert-mode=files',
       `--cert-dir=${this.#certDir}`,

@@ -1,5 +1,5 @@
-// deploy/ checked statically: the generated kustomize sources are current, the installs carry exactly the
-// builders' webhook configurations and the RBAC layers, the RBAC is least-privilege, and the Deployment is
+// deploy/ checked statically: the generated kustomize sources are current, the installs carry no webhook
+// configuration (the operator registers them) and exactly the RBAC layers, the RBAC is least-privilege, and the Deployment is
 // coherent with the flags it sets (parsed by the real flag parser), the Services, the probes, the drain
 // window and the certificate mode of each install. (test/integration/deploy/ re-renders with kubectl and
 // runs the operator under this RBAC.)
@@ -9,10 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_CERT_DIR } from '../../certs/files.ts';
 import {
   CERT_MANAGER_CERTIFICATE,
-  CERT_MANAGER_INJECT_ANNOTATION,
   DEPLOY_DIR,
   generatedSources,
-  webhookParams,
+  WEBHOOK_PARAMS,
 } from '../../scripts/deploy.ts';
 import {
   AGENT_NAMESPACE,
@@ -37,11 +36,8 @@ import {
 } from '../../scripts/install-manifest.ts';
 import { parseFlags } from '../../src/cli.ts';
 import { parseRunConfig } from '../../src/config.ts';
-import { parseFeatureConfigs, runCommand } from '../../src/run.ts';
-import {
-  mutatingWebhookConfiguration,
-  validatingWebhookConfiguration,
-} from '../../webhooks/configurations.ts';
+import { parseFeatureConfigs } from '../../src/features.ts';
+import { runCommand } from '../../src/run.ts';
 import { imageEnv, nodeOptionsInContainer } from '../helpers/image.ts';
 import { operatorRules } from '../integration/deploy/install.ts';
 
@@ -52,10 +48,21 @@ const INSTALLS = [
   ['install-cert-manager.yaml', 'cert-manager'],
 ] as const;
 
-/** What the operator process would be configured with in a Pod of the install. */
-function operatorConfig(objects: ManifestObject[]) {
-  const [command, ...argv] = operatorContainer(objects).args ?? [];
-  const flags = parseFlags(runCommand, argv, containerEnvironment(objects));
+/** What the README tells an installer to set in the ConfigMap berth-operator-config. */
+const CONFIGURED = { BERTH_API_SERVER: 'https://berth.example.com', BERTH_CLUSTER_ID: 'cluster-a' };
+
+/**
+ * What the operator process would be configured with in a Pod of the install, once `settings` are in its
+ * ConfigMap (by default what the README asks for; `{}` is the install as shipped).
+ */
+function operatorConfig(objects: ManifestObject[], settings: Record<string, string> = CONFIGURED) {
+  const configured = objects.map((o) =>
+    o.kind === 'ConfigMap' && o.metadata.name === 'berth-operator-config'
+      ? { ...o, data: { ...(o as { data?: Record<string, string> }).data, ...settings } }
+      : o,
+  );
+  const [command, ...argv] = operatorContainer(configured).args ?? [];
+  const flags = parseFlags(runCommand, argv, containerEnvironment(configured));
   const config = parseRunConfig(flags);
   return { command, config, features: parseFeatureConfigs(flags, config.namespace) };
 }
@@ -73,18 +80,32 @@ describe('generated kustomize sources', () => {
 });
 
 describe.each(INSTALLS)('deploy/%s', (file, mode) => {
-  it('holds the webhook configurations exactly as the builders make them', async () => {
+  it('ships no webhook configuration: the leader registers them once a replica serves', async () => {
     const objects = await install(file);
-    const p = webhookParams(mode);
-    expect(find(objects, 'MutatingWebhookConfiguration')).toEqual(mutatingWebhookConfiguration(p));
-    expect(find(objects, 'ValidatingWebhookConfiguration')).toEqual(validatingWebhookConfiguration(p));
-    expect(objects.filter((o) => o.kind.endsWith('WebhookConfiguration'))).toHaveLength(2);
+    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
+      expect(objects.filter((o) => o.kind === kind)).toEqual([]);
+    // Their owner, whose deletion with the install deletes them.
+    expect(find(objects, 'ClusterRole', WEBHOOK_CONFIGURATION_NAME).metadata.name).toBe(
+      WEBHOOK_CONFIGURATION_NAME,
+    );
   });
 
   it('holds exactly the RBAC of its layers', async () => {
     const layers = rbacLayers();
     const want = [...layers.base.objects, ...(mode === 'selfsigned' ? layers.selfSigned.objects : [])];
     expect(rbacObjects(await install(file)).sort(byId)).toEqual([...want].sort(byId));
+  });
+
+  it("refuses to start until the central API and this cluster's id are set, naming the setting", async () => {
+    const objects = await install(file);
+    expect(() => operatorConfig(objects, {})).toThrow(/^--berth-api-server \(BERTH_API_SERVER\) is required/);
+    expect(() => operatorConfig(objects, { BERTH_API_SERVER: CONFIGURED.BERTH_API_SERVER })).toThrow(
+      /^--cluster-id \(BERTH_CLUSTER_ID\) is required/,
+    );
+    expect(operatorConfig(objects).features.berth).toMatchObject({
+      apiServer: CONFIGURED.BERTH_API_SERVER,
+      clusterId: CONFIGURED.BERTH_CLUSTER_ID,
+    });
   });
 
   it('configures the operator coherently with the other manifests', async () => {
@@ -103,7 +124,14 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
     );
     expect(features.webhook.workloadOperatorNamespace).toBe(OPERATOR_NAMESPACE);
     expect(features.webhook.webhookConfigurationName).toBe(WEBHOOK_CONFIGURATION_NAME);
-    expect(features.certs.webhookServiceName).toBe(webhookParams(mode).serviceName);
+    expect(features.webhook.webhookRegistration).toBe(true);
+    // What the leader registers is built from exactly these.
+    expect({
+      namespace: config.namespace,
+      serviceName: features.certs.webhookServiceName,
+      name: features.webhook.webhookConfigurationName,
+    }).toEqual(WEBHOOK_PARAMS);
+    expect(features.certs.webhookServiceName).toBe(WEBHOOK_PARAMS.serviceName);
     expect(features.certs.certMode).toBe(mode === 'selfsigned' ? 'selfsigned' : 'files');
     expect(features.certs.certCaSecretName).toBe(CA_SECRET_NAME);
     expect(features.nodeTaint.enabled).toBe(false);
@@ -122,7 +150,7 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
     const service = find<V1Service>(objects, 'Service', features.certs.webhookServiceName);
     expect(service.metadata.namespace).toBe(OPERATOR_NAMESPACE);
     expect(service.spec?.ports).toEqual([
-      { name: 'https', port: webhookParams(mode).servicePort ?? 443, targetPort: 'webhook', protocol: 'TCP' },
+      { name: 'https', port: WEBHOOK_PARAMS.servicePort ?? 443, targetPort: 'webhook', protocol: 'TCP' },
     ]);
     expect(service.spec?.selector).toEqual(pod.metadata?.labels);
     // The image is this version of the project.
@@ -235,10 +263,6 @@ describe('deploy/install-cert-manager.yaml', () => {
     expect(
       find<{ spec: { selfSigned?: object } }>(objects, 'Issuer', ca!.spec.issuerRef.name).spec.selfSigned,
     ).toEqual({});
-    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
-      expect(
-        (find(objects, kind).metadata.annotations as Record<string, string>)[CERT_MANAGER_INJECT_ANNOTATION],
-      ).toBe(`${OPERATOR_NAMESPACE}/${CERT_MANAGER_CERTIFICATE}`);
     const pod = find<V1Deployment>(objects, 'Deployment', 'berth-operator').spec!.template.spec!;
     const volume = pod.volumes?.find((v) => v.secret?.secretName === certificate.spec.secretName);
     expect(volume).toBeDefined();

@@ -1,6 +1,6 @@
 // Rotation under continuous traffic, end to end, with lifetimes shrunk to seconds: two replicas (each its
 // own provider and HTTPS server, its own user with the install's rules) share the CA Secret; the leader's
-// reconciler keeps the webhook configuration's caBundle; the real API server calls the webhook
+// registration keeps the webhook configuration's caBundle; the real API server calls the webhook
 // (failurePolicy Fail) through its Service for every ConfigMap create in the test's namespace, and a direct
 // client trusting exactly the configuration's caBundle makes fresh TLS handshakes to both replicas. Leaves
 // rotate every ~4 s and the CA rotates once; no request may fail.
@@ -8,30 +8,35 @@ import { X509Certificate } from 'node:crypto';
 import { createServer, request, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { AdmissionregistrationV1Api, CoreV1Api, type V1PolicyRule } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type V1PolicyRule,
+  type V1ValidatingWebhookConfiguration,
+} from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCaData } from '../../../certs/authority.ts';
 import { SecretCaStore } from '../../../certs/ca-store.ts';
-import { CaBundleReconciler } from '../../../certs/cabundle.ts';
 import { serviceDnsNames } from '../../../certs/create.ts';
 import { SelfSignedCertificateProvider } from '../../../certs/selfsigned.ts';
 import { attachToTlsServer } from '../../../certs/tls-server.ts';
-import { caBundleRule, caSecretRules, webhookConfigurationRule } from '../../../scripts/deploy-rbac.ts';
+import {
+  caSecretRules,
+  webhookEndpointsRule,
+  webhookRegistrationRules,
+} from '../../../scripts/deploy-rbac.ts';
+import { WebhookRegistration } from '../../../webhooks/registration.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 const SECRET = 'berth-operator-webhook-ca';
 const SERVICE = 'berth-operator-webhook';
 const CONFIG = uniqueName('berth-rotation-test');
-/** The reconciler's mutating configuration, which does not exist here. */
-const NO_CONFIG = uniqueName('none-in-this-test');
 const TLS_OPTIONS = { minVersion: 'TLSv1.2' } as const;
-/** The install's rules (scripts/deploy-rbac.ts): the CA Secret for each replica, the caBundle for the leader. */
+/** The install's rules (scripts/deploy-rbac.ts): the CA Secret for each replica, the registration for the leader. */
 const SECRET_RULES: V1PolicyRule[] = caSecretRules(SECRET);
-const CABUNDLE_RULES: V1PolicyRule[] = [
-  caBundleRule([CONFIG, NO_CONFIG]),
-  webhookConfigurationRule([CONFIG, NO_CONFIG], ['get']),
-];
+const REGISTRATION_RULES: V1PolicyRule[] = webhookRegistrationRules(CONFIG);
 
 interface Replica {
   provider: SelfSignedCertificateProvider;
@@ -47,7 +52,7 @@ let ns: string;
 let apps: string;
 let serverName: string;
 const replicas: Replica[] = [];
-let reconciler: CaBundleReconciler | undefined;
+let registration: WebhookRegistration | undefined;
 
 /** Reviews sent by the API server (the direct client's carry uid "x"). */
 let reviewsFromApiServer = 0;
@@ -142,32 +147,35 @@ beforeAll(async () => {
   apps = await t.namespace('rotation-apps');
   serverName = `${SERVICE}.${ns}.svc`;
   const admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
-  await admission.createValidatingWebhookConfiguration({
-    body: {
-      metadata: { name: CONFIG },
-      webhooks: [
-        {
-          name: 'validate.rotation.berth.skaphos.io',
-          admissionReviewVersions: ['v1'],
-          sideEffects: 'None',
-          failurePolicy: 'Fail',
-          timeoutSeconds: 5,
-          clientConfig: { service: { namespace: ns, name: SERVICE, path: '/validate' } },
-          rules: [
-            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] },
-          ],
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': apps } },
-        },
-      ],
-    },
+  const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
+  // The owner the registration requires; deleting it removes both configurations.
+  await rbac.createClusterRole({ body: { metadata: { name: CONFIG }, rules: [] } });
+  t.onCleanup(`clusterrole ${CONFIG}`, async () => {
+    await rbac.deleteClusterRole({ name: CONFIG });
+    await admission.deleteValidatingWebhookConfiguration({ name: CONFIG }).catch(() => {});
+    await admission.deleteMutatingWebhookConfiguration({ name: CONFIG }).catch(() => {});
   });
-  t.onCleanup(`validatingwebhookconfiguration ${CONFIG}`, () =>
-    admission.deleteValidatingWebhookConfiguration({ name: CONFIG }),
-  );
+});
+
+/** What the leader registers: one validating webhook for the test namespace's ConfigMaps, no mutating one. */
+const validating = (): V1ValidatingWebhookConfiguration => ({
+  metadata: { name: CONFIG },
+  webhooks: [
+    {
+      name: 'validate.rotation.berth.skaphos.io',
+      admissionReviewVersions: ['v1'],
+      sideEffects: 'None',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 5,
+      clientConfig: { service: { namespace: ns, name: SERVICE, path: '/validate' } },
+      rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': apps } },
+    },
+  ],
 });
 
 afterAll(async () => {
-  await reconciler?.stop();
+  await registration?.stop();
   for (const r of replicas.splice(0)) {
     r.detach();
     await r.provider.stop();
@@ -182,15 +190,17 @@ describe('certificate rotation under traffic', () => {
     await startReplica('replica-b');
     await t.routeService(ns, SERVICE, [{ port: leader.port }]);
     const leaderUser = await t.user(uniqueName('leader'));
-    await t.grant(leaderUser.username, CABUNDLE_RULES);
-    reconciler = new CaBundleReconciler({
+    await t.grant(leaderUser.username, REGISTRATION_RULES);
+    await t.grant(leaderUser.username, [webhookEndpointsRule()], ns);
+    registration = new WebhookRegistration({
       kc: leaderUser.kc,
-      mutatingWebhookConfiguration: NO_CONFIG,
-      validatingWebhookConfiguration: CONFIG,
+      mutating: { metadata: { name: CONFIG }, webhooks: [] },
+      validating: validating(),
+      service: { namespace: ns, name: SERVICE },
       source: leader.provider,
       resyncIntervalMs: 1_000,
     });
-    await reconciler.start();
+    await registration.start();
 
     const admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
     const core = t.kc.makeApiClient(CoreV1Api);

@@ -1,33 +1,29 @@
 // deploy/install-cert-manager.yaml applied to a cluster of its own (fixed names, cluster-wide webhooks) with
-// its real RBAC: the operator, configured by
-// that install's Deployment (--cert-mode files, the cert dir), serves admission with the serving
-// certificate cert-manager would write and the caBundle its cainjector would inject — with the base RBAC
-// only: no Secret access, no writes to the webhook configurations, no 403. cert-manager is not installed:
-// schemaless CRDs let its Issuer and Certificate apply, and the test does what it would (issue the
-// certificate into the mounted directory, inject the CA into the caBundles).
+// its real RBAC: the operator, configured by that install's Deployment (--cert-mode files, the cert dir),
+// serves admission with the serving certificate cert-manager would write, and registers both webhook
+// configurations with the mounted ca.crt as their caBundle — with the base RBAC only: no Secret access, no
+// 403. cert-manager is not installed: schemaless CRDs let its Issuer and Certificate apply, and the test
+// does what it would (issue the certificate into the mounted directory).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
-import { CERT_MANAGER_CERTIFICATE, CERT_MANAGER_INJECT_ANNOTATION } from '../../../scripts/deploy.ts';
-import {
-  OPERATOR_NAMESPACE,
-  SERVICE_ACCOUNT,
-  WEBHOOK_CONFIGURATION_NAME,
-} from '../../../scripts/deploy-rbac.ts';
+import { CERT_MANAGER_CERTIFICATE } from '../../../scripts/deploy.ts';
+import { WEBHOOK_CONFIGURATION_NAME } from '../../../scripts/deploy-rbac.ts';
 import { find, type ManifestObject, readInstall } from '../../../scripts/install-manifest.ts';
-import { jsonPatch } from '../../helpers/api.ts';
 import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
+import { type Central, startCentral } from '../berth/harness.ts';
 import { applyInstall, kubectlOk, withoutOperatorPods } from './install.ts';
 import {
   admissionAnswers,
   admitWorkloads,
   GUARD_NODE,
-  type ScenarioContext,
+  operatorContext,
   waitFor,
+  withCentral,
   withOperator,
 } from './scenarios.ts';
 
@@ -64,6 +60,7 @@ let proxy: ApiProxy;
 let install: ManifestObject[];
 let certDir: string;
 let caCert: string;
+let central: Central;
 
 beforeAll(async () => {
   t = await TestCluster.own();
@@ -89,63 +86,53 @@ beforeAll(async () => {
   await writeFile(join(certDir, 'tls.crt'), pair.cert);
   await writeFile(join(certDir, 'tls.key'), pair.key, { mode: 0o600 });
   await writeFile(join(certDir, 'ca.crt'), ca.cert);
+  central = await startCentral();
 }, 60_000);
 
 afterAll(async () => {
+  await central?.stop();
   await proxy?.stop();
   await t?.stop();
   if (certDir) await rm(certDir, { recursive: true, force: true });
 });
 
 describe('deploy/install-cert-manager.yaml with RBAC enforced', () => {
-  it('serves admission with the mounted certificate and the injected CA, with no 403', async () => {
+  it('registers the webhooks with the mounted CA and serves admission with the mounted certificate, with no 403', async () => {
     const api = t.kc.makeApiClient(AdmissionregistrationV1Api);
-    // cert-manager's cainjector: the CA of the annotated Certificate into every webhook's caBundle.
-    const caBundle = Buffer.from(caCert).toString('base64');
-    for (const kind of ['mutating', 'validating'] as const) {
-      const read =
-        kind === 'mutating'
-          ? await api.readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME })
-          : await api.readValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME });
-      expect(read.metadata?.annotations?.[CERT_MANAGER_INJECT_ANNOTATION]).toBe(
-        `${OPERATOR_NAMESPACE}/${CERT_MANAGER_CERTIFICATE}`,
-      );
-      const body = (read.webhooks ?? []).map((_, i) => ({
-        op: 'add',
-        path: `/webhooks/${i}/clientConfig/caBundle`,
-        value: caBundle,
-      }));
-      if (kind === 'mutating')
-        await api.patchMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME, body }, jsonPatch);
-      else
-        await api.patchValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME, body }, jsonPatch);
-    }
-    const operator = await t.serviceAccount(OPERATOR_NAMESPACE, SERVICE_ACCOUNT);
-    const ctx: ScenarioContext = {
-      t,
-      install,
-      operatorKubeConfig: t.kubeConfigFor(proxy.kubeconfigFor(operator.kubeconfig)),
-      centralUrl: '',
-      signal: new AbortController().signal,
-      run: 1,
-    };
+    // The install ships none: nothing is blocked before the operator serves.
+    await expect(
+      api.readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME }),
+    ).rejects.toThrow();
+    const ctx = await operatorContext(t, install, proxy, central.url);
     await t.createNamespace('apps-1');
     // Only the cert dir differs from the Deployment: the Secret's mount point is not writable here.
-    await withOperator(ctx, { BERTH_CERT_DIR: certDir }, async (op) => {
+    await withOperator(ctx, { ...withCentral(ctx), BERTH_CERT_DIR: certDir }, async (op) => {
       await waitFor(ctx, 'the replica ready', () => op.ready());
+      // Registered by the leader once the Service had a ready endpoint, trusting the mounted ca.crt.
+      const caBundle = Buffer.from(caCert).toString('base64');
+      await waitFor(ctx, 'both configurations registered with the ca.crt', async () => {
+        const m = await api
+          .readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME })
+          .catch(() => undefined);
+        const v = await api
+          .readValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME })
+          .catch(() => undefined);
+        return (
+          [...(m?.webhooks ?? []), ...(v?.webhooks ?? [])].filter((w) => w.clientConfig.caBundle === caBundle)
+            .length === 2
+        );
+      });
       await admissionAnswers(ctx);
       await admitWorkloads(ctx, 'apps-1');
     });
     expect(proxy.forbidden().map(describeRequest)).toEqual([]);
     expect(proxy.records.filter((r) => r.resource === 'secrets').map(describeRequest)).toEqual([]);
     const writes = proxy.records.filter(
-      (r) => r.resource.endsWith('webhookconfigurations') && r.verb !== 'get',
+      (r) => r.resource.endsWith('webhookconfigurations') && !['get', 'list', 'watch'].includes(r.verb),
     );
-    expect(writes.map(describeRequest)).toEqual([]);
-    // The start-up check read both configurations.
-    for (const resource of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'])
-      expect(proxy.records.some((r) => r.resource === resource && r.verb === 'get' && r.status === 200)).toBe(
-        true,
-      );
+    expect(writes.map((r) => `${r.verb} ${r.resource} ${r.status}`).sort()).toEqual([
+      'create mutatingwebhookconfigurations 201',
+      'create validatingwebhookconfigurations 201',
+    ]);
   }, 60_000);
 });

@@ -11,9 +11,10 @@ import {
 } from '../../../scripts/install-manifest.ts';
 import { parseFlags } from '../../../src/cli.ts';
 import { parseRunConfig } from '../../../src/config.ts';
+import { parseFeatureConfigs } from '../../../src/features.ts';
 import type { LifecycleEvent, Manager } from '../../../src/kube/manager.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
-import { buildOperator, parseFeatureConfigs, runCommand } from '../../../src/run.ts';
+import { buildOperator, runCommand } from '../../../src/run.ts';
 import type { ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 
 export interface RunningOperator {

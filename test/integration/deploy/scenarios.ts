@@ -25,6 +25,7 @@ import {
   CA_SECRET_NAME,
   LEADER_ELECTION_ID,
   OPERATOR_NAMESPACE,
+  SERVICE_ACCOUNT,
   WEBHOOK_CONFIGURATION_NAME,
 } from '../../../scripts/deploy-rbac.ts';
 import { deployPath, type ManifestObject } from '../../../scripts/install-manifest.ts';
@@ -39,6 +40,7 @@ import {
 import { DEFAULT_TAINT_KEY } from '../../../src/nodetaint/config.ts';
 import { REARM_EVENT_REASON } from '../../../src/nodetaint/index.ts';
 import { apiFailure, apiOutcome, mergePatch } from '../../helpers/api.ts';
+import type { ApiProxy } from '../../helpers/api-proxy.ts';
 import type { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { kubectlOk } from './install.ts';
@@ -116,6 +118,24 @@ export async function withOperator(
   } finally {
     await op.stop();
   }
+}
+
+/** A context for one scenario run by the install's operator, as its service account through `proxy`. */
+export async function operatorContext(
+  t: TestCluster,
+  install: ManifestObject[],
+  proxy: ApiProxy,
+  centralUrl: string,
+): Promise<ScenarioContext> {
+  const operator = await t.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT);
+  return {
+    t,
+    install,
+    operatorKubeConfig: t.kubeConfigFor(proxy.kubeconfigFor(operator.kubeconfig)),
+    centralUrl,
+    signal: new AbortController().signal,
+    run: 1,
+  };
 }
 
 export async function createNamespace(ctx: ScenarioContext, prefix: string): Promise<string> {
@@ -407,11 +427,12 @@ export async function admitWorkloads(ctx: ScenarioContext, namespace: string): P
   if (!orphan.message.includes('resolve controller owner')) throw new Error(`orphan Pod: ${orphan.message}`);
 }
 
-/** As deployed (the ConfigMap leaves the central API unset: admission and certificates only). */
-export const AS_DEPLOYED = { BERTH_NODE_TAINT_GUARD: 'false' };
-/** As deployed with the central API configured: the BerthLease controller manages the targets too. */
+/**
+ * As deployed, with the ConfigMap's central API and cluster id set (the install refuses to start
+ * without them): admission, certificates and the BerthLease controller.
+ */
 export const withCentral = (ctx: ScenarioContext) => ({
-  ...AS_DEPLOYED,
+  BERTH_NODE_TAINT_GUARD: 'false',
   BERTH_API_SERVER: ctx.centralUrl,
   BERTH_CLUSTER_ID: 'cluster-a',
 });
@@ -421,10 +442,16 @@ export const admission: Scenario = {
   async run(ctx) {
     const core = ctx.t.kc.makeApiClient(CoreV1Api);
     await ignoreNotFound(core.deleteNamespacedSecret({ name: CA_SECRET_NAME, namespace: OPERATOR_NS }));
+    // As on a first install: the leader registers both configurations.
+    const configs = ctx.t.kc.makeApiClient(AdmissionregistrationV1Api);
+    await ignoreNotFound(configs.deleteMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME }));
+    await ignoreNotFound(configs.deleteValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME }));
     const namespace = await createNamespace(ctx, 'apps');
-    await withOperator(ctx, AS_DEPLOYED, async (op) => {
+    await withOperator(ctx, withCentral(ctx), async (op) => {
       const ca = await waitFor(ctx, 'the CA Secret created', () => caCertificate(ctx));
-      await waitFor(ctx, 'the caBundles filled', async () => (await caBundles(ctx)).every(trusting(ca)));
+      await waitFor(ctx, 'both configurations registered with the CA', async () =>
+        (await caBundles(ctx)).every(trusting(ca)),
+      );
       // Readiness includes the start-up check of the live webhook configurations.
       await waitFor(ctx, 'the replica ready', () => op.ready());
       const readyz = await op.manager.probes.runChecks('readyz');
@@ -447,7 +474,7 @@ export const caReplacement: Scenario = {
     const body = { metadata: { name: CA_SECRET_NAME, namespace: OPERATOR_NS }, data: junk };
     if (current.code === 404) await core.createNamespacedSecret({ namespace: OPERATOR_NS, body });
     else await core.replaceNamespacedSecret({ name: CA_SECRET_NAME, namespace: OPERATOR_NS, body });
-    await withOperator(ctx, AS_DEPLOYED, async (op) => {
+    await withOperator(ctx, withCentral(ctx), async (op) => {
       const ca = await waitFor(ctx, 'the unusable CA Secret replaced', () => caCertificate(ctx));
       await waitFor(ctx, 'the caBundles trust the new CA', async () =>
         (await caBundles(ctx)).every(trusting(ca)),

@@ -20,10 +20,11 @@ import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { findCondition } from '../../../src/berth/status.ts';
 import { parseFlags } from '../../../src/cli.ts';
 import { parseRunConfig } from '../../../src/config.ts';
+import { parseFeatureConfigs } from '../../../src/features.ts';
 import { KubeTransport } from '../../../src/kube/client.ts';
 import { Informer } from '../../../src/kube/informer.ts';
 import type { Manager } from '../../../src/kube/manager.ts';
-import { buildOperator, parseFeatureConfigs, runCommand } from '../../../src/run.ts';
+import { buildOperator, runCommand } from '../../../src/run.ts';
 import {
   DEFAULT_CONFIGURATION_NAME,
   mutatingWebhookConfiguration,

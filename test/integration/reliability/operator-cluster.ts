@@ -28,6 +28,7 @@ import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type OperatorProcess, startOperatorProcess } from '../../helpers/operator-process.ts';
+import { type Central, startCentral } from '../berth/harness.ts';
 
 export const OPERATOR_NS = 'berth-system';
 export const NS = 'team-a';
@@ -50,7 +51,7 @@ export interface StartOptions {
   name: string;
   /** Flags after the cluster's defaults (they win). */
   args?: string[];
-  /** The central lease API: runs the BerthLease controller as this cluster id. */
+  /** The central lease API and this cluster's id; default the cluster's own quiet central server. */
   central?: { url: string; clusterId: string };
   /** Extra environment of the process (e.g. HOME, TMPDIR, NODE_OPTIONS). */
   env?: Record<string, string>;
@@ -76,12 +77,18 @@ export class OperatorCluster {
   readonly admission: AdmissionregistrationV1Api;
   /** Path of the operators' kubeconfig: their service account's token, through `proxy`. */
   readonly kubeconfig: string;
+  /**
+   * A central lease API for operators started without one: workload admission needs the BerthLease
+   * controller (`run` refuses it alone), even where a test looks at the webhooks only.
+   */
+  readonly central: Central;
   #route: ServiceRoute | undefined;
 
-  private constructor(t: TestCluster, proxy: ApiProxy, kubeconfig: string) {
+  private constructor(t: TestCluster, proxy: ApiProxy, kubeconfig: string, central: Central) {
     this.t = t;
     this.proxy = proxy;
     this.kubeconfig = kubeconfig;
+    this.central = central;
     this.core = t.core;
     this.apps = t.kc.makeApiClient(AppsV1Api);
     this.batch = t.kc.makeApiClient(BatchV1Api);
@@ -117,7 +124,8 @@ export class OperatorCluster {
         asOperator.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
       );
       const kubeconfig = await t.writeKubeconfig(proxy.kubeconfigFor(sa.kubeconfig));
-      return new OperatorCluster(t, proxy, kubeconfig);
+      const central = await startCentral();
+      return new OperatorCluster(t, proxy, kubeconfig, central);
     } catch (err) {
       await proxy?.stop();
       await t.stop();
@@ -136,7 +144,8 @@ export class OperatorCluster {
       `--webhook-configuration-name=${CONFIGURATION_NAME}`,
       '--node-taint-guard=false',
       '--drain-window=0s',
-      ...(o.central ? [`--berth-api-server=${o.central.url}`, `--cluster-id=${o.central.clusterId}`] : []),
+      `--berth-api-server=${(o.central ?? this.central).url}`,
+      `--cluster-id=${o.central?.clusterId ?? 'test-cluster'}`,
       ...(o.args ?? []),
     ];
     return startOperatorProcess({
@@ -240,6 +249,7 @@ export class OperatorCluster {
   }
 
   async stop(): Promise<void> {
+    await this.central.stop();
     await this.proxy.stop();
     await this.t.stop();
   }

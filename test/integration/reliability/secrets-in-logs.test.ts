@@ -15,10 +15,11 @@ import { baseRbac, selfSignedRbac } from '../../../scripts/deploy-rbac.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import { parseFlags } from '../../../src/cli.ts';
 import { parseRunConfig } from '../../../src/config.ts';
+import { parseFeatureConfigs } from '../../../src/features.ts';
 import type { Manager } from '../../../src/kube/manager.ts';
 import { nodeTaintRbacObjects } from '../../../src/nodetaint/rbac.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
-import { buildOperator, parseFeatureConfigs, runCommand } from '../../../src/run.ts';
+import { buildOperator, runCommand } from '../../../src/run.ts';
 import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,

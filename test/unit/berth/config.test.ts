@@ -37,6 +37,7 @@ describe('berth flags', () => {
       serverName: '',
       insecureSkipTlsVerify: false,
       clusterId: '',
+      useSpecHolderIdentity: false,
       maxConcurrentReconciles: 4,
     });
   });

@@ -1,52 +1,14 @@
-// The small pieces around the providers: caBundle drift, the TLS hot-swap hook, the holder's listener and
+// The small pieces around the providers: the TLS hot-swap hook, the holder's listener and
 // waiter semantics, the expiry gauge, and the serial runner.
 import type { SecureContextOptions } from 'node:tls';
-import type { V1ValidatingWebhook } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { caBundleDrift, withCaBundle } from '../../../certs/cabundle.ts';
 import { CertificateHolder } from '../../../certs/holder.ts';
 import { EXPIRY_METRIC, registerExpirySource } from '../../../certs/metrics.ts';
-import { toCaBundleField } from '../../../certs/pem.ts';
 import type { CertificateListener } from '../../../certs/provider.ts';
 import { SerialRunner } from '../../../certs/serial.ts';
 import { attachToTlsServer } from '../../../certs/tls-server.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
-
-const webhook = (name: string, caBundle?: string): V1ValidatingWebhook => ({
-  name,
-  admissionReviewVersions: ['v1'],
-  sideEffects: 'None',
-  clientConfig: {
-    service: { name: 'hook', namespace: 'ns', path: '/validate' },
-    ...(caBundle ? { caBundle } : {}),
-  },
-  rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-});
-
-describe('caBundle drift', () => {
-  const want = toCaBundleField('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
-
-  it('sees a missing, a wiped and a different caBundle, and nothing to do when all match', () => {
-    expect(caBundleDrift([webhook('a', want), webhook('b')], want)).toBe('missing');
-    expect(
-      caBundleDrift([webhook('a', want), { ...webhook('b'), clientConfig: { caBundle: '' } }], want),
-    ).toBe('missing');
-    expect(caBundleDrift([webhook('a', want), webhook('b', 'b3RoZXI=')], want)).toBe('different');
-    expect(caBundleDrift([webhook('a', want), webhook('b', want)], want)).toBeUndefined();
-    expect(caBundleDrift([], want)).toBeUndefined();
-  });
-
-  it('sets every caBundle and leaves everything else as it was', () => {
-    const before = [webhook('a'), webhook('b', 'b3RoZXI=')];
-    const after = withCaBundle(before, want);
-    expect(after.map((w) => w.clientConfig.caBundle)).toEqual([want, want]);
-    expect(after.map((w) => ({ ...w, clientConfig: { ...w.clientConfig, caBundle: undefined } }))).toEqual(
-      before.map((w) => ({ ...w, clientConfig: { ...w.clientConfig, caBundle: undefined } })),
-    );
-    expect(before[0]!.clientConfig.caBundle).toBeUndefined();
-  });
-});
 
 describe('attachToTlsServer', () => {
   it('re-applies the server options with each new pair, and detaches', () => {

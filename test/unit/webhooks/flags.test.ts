@@ -12,6 +12,7 @@ describe('webhook flags', () => {
     expect(parse([])).toEqual({
       webhookPort: 9443,
       webhookConfigurationName: 'berth-operator-injection-workloads',
+      webhookRegistration: true,
       enableWorkloadAdmission: false,
       workloadOperatorUser: '',
       workloadOperatorNamespace: '',
