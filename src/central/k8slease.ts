@@ -1,39 +1,53 @@
 // The pure half of the Kubernetes lease store: how a (namespace, name) key names a
-// coordination.k8s.io/v1 Lease, and how a LeaseRecord maps onto the Lease and back
-// (reference/berth-spec.md §3.8).
+// coordination.k8s.io/v1 Lease, how a LeaseRecord maps onto the Lease and back, and the decisions of
+// the migration from this project's earlier object names (docs/central.md).
 //
-// Object names. The Go server named objects `<ns>.<name>`; that join is only injective while every
-// caller validates keys exactly as the API does, and breaks past 253 characters. Here the name is
-// `berth-` + the full SHA-256 (hex) of the JSON array `[namespace, name]`:
-//  - the JSON encoding is injective (JSON.parse inverts it), so two different keys hash different
-//    inputs and share an object name only through a SHA-256 collision;
-//  - every read checks that the object's annotations name the key asked for, so even a collision (or
-//    a foreign object squatting the name) fails closed with an error instead of aliasing two keys;
-//  - the result is always a valid DNS subdomain of 70 characters, for any key.
-// The readable parts live in annotations (`berth.skaphos.io/tenant-namespace`, `.../lease-name`).
+// Object names are the Go server's: `<namespace>.<name>`, so either server can take over the other's
+// data. The join is injective and a valid object name exactly for the keys the API accepts
+// (validate.ts validateKey: the namespace is a DNS label, so the first dot separates it from the name,
+// and the whole is at most 253 characters); the store refuses any other key. The annotations
+// `berth.skaphos.io/tenant-namespace` and `.../lease-name` name the key too, and every read checks
+// them, so a foreign object squatting on a name fails closed instead of being read as a record.
 //
-// Fields: spec.holderIdentity = holder (absent for a tombstone), spec.leaseDurationSeconds = TTL
+// Earlier versions named objects `berth-` + the SHA-256 (hex) of the JSON array `[namespace, name]`
+// ("legacy" objects). They are still read and their records carried to the Go-layout name: the store
+// creates the new object (create-only) with the legacy record, version included, then seals the legacy
+// object, resourceVersion-guarded: label `berth.skaphos.io/managed-by=berth-migrated` and annotation
+// `berth.skaphos.io/migrated-to: <new name>`. Once a Go-layout object exists it alone holds the record;
+// a sealed object is never read as a record again.
+//
+// Fields: spec.holderIdentity = holder (absent or "" for a tombstone), spec.leaseDurationSeconds = TTL
 // (whole seconds; absent for a tombstone), spec.acquireTime / spec.renewTime = MicroTime with exactly
 // six fractional digits (the only form kube-apiserver accepts), spec.leaseTransitions = fencing token,
 // annotation `berth.skaphos.io/version` = the store version (missing means 1).
 import { createHash } from 'node:crypto';
-import type { LeaseKey, LeaseRecord } from './record.ts';
+import { keyString, type LeaseKey, type LeaseRecord } from './record.ts';
+import { validateKey } from './validate.ts';
 
 export const MANAGED_BY_LABEL = 'berth.skaphos.io/managed-by';
 export const MANAGED_BY_VALUE = 'berth';
 export const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+/** Label value of a sealed legacy object: no Berth server lists it, and earlier versions refuse to read it. */
+export const MIGRATED_VALUE = 'berth-migrated';
 export const NAMESPACE_ANNOTATION = 'berth.skaphos.io/tenant-namespace';
 export const NAME_ANNOTATION = 'berth.skaphos.io/lease-name';
 export const VERSION_ANNOTATION = 'berth.skaphos.io/version';
+export const MIGRATED_TO_ANNOTATION = 'berth.skaphos.io/migrated-to';
 
-export const OBJECT_NAME_PREFIX = 'berth-';
+const LEGACY_NAME_PREFIX = 'berth-';
 
-/** The injective encoding hashed into the object name. */
+/** Why `key` has no object name: the API's own key rule, which makes `<namespace>.<name>` valid and injective. */
+export const objectNameProblem = (key: LeaseKey): string | undefined => validateKey(key.namespace, key.name);
+
+/** `<namespace>.<name>`, the Go server's layout; meaningful only for keys without objectNameProblem. */
+export const leaseObjectName = (key: LeaseKey): string => `${key.namespace}.${key.name}`;
+
+/** The injective encoding hashed into legacy names. */
 export const encodeKey = (key: LeaseKey): string => JSON.stringify([key.namespace, key.name]);
 
-/** `berth-<sha256 hex of [namespace, name]>`: a 70-character DNS subdomain. */
-export function leaseObjectName(key: LeaseKey): string {
-  return OBJECT_NAME_PREFIX + createHash('sha256').update(encodeKey(key), 'utf8').digest('hex');
+/** `berth-<sha256 hex of [namespace, name]>`: the name earlier versions gave a key's object. */
+export function legacyObjectName(key: LeaseKey): string {
+  return LEGACY_NAME_PREFIX + createHash('sha256').update(encodeKey(key), 'utf8').digest('hex');
 }
 
 /** The subset of a coordination.k8s.io/v1 Lease the store reads and writes; other fields are kept. */
@@ -92,15 +106,34 @@ export function versionOfLease(lease: LeaseObject): number {
   return n;
 }
 
-/** Why an object cannot hold `key`'s record, or undefined when it is ours and is for that key. */
-export function ownershipProblem(lease: LeaseObject, key: LeaseKey): string | undefined {
-  if (lease.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE)
-    return `lease ${lease.metadata.name} is not labelled ${MANAGED_SELECTOR}`;
+function keyMismatch(lease: LeaseObject, key: LeaseKey): string | undefined {
   const owner = keyOfLease(lease);
   if (owner === undefined) return `lease ${lease.metadata.name} has no key annotations`;
   if (owner.namespace !== key.namespace || owner.name !== key.name)
-    return `lease ${lease.metadata.name} holds ${encodeKey(owner)}, not ${encodeKey(key)} (object name collision)`;
+    return `lease ${lease.metadata.name} holds ${encodeKey(owner)}, not ${encodeKey(key)} (a foreign object on the name)`;
   return undefined;
+}
+
+/** Why the object under `key`'s Go-layout name cannot hold its record, or undefined when it is ours and is for that key. */
+export function ownershipProblem(lease: LeaseObject, key: LeaseKey): string | undefined {
+  if (lease.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE)
+    return `lease ${lease.metadata.name} is not labelled ${MANAGED_SELECTOR}`;
+  return keyMismatch(lease, key);
+}
+
+/** A legacy object sealed by its migration. */
+export const isMigrated = (lease: LeaseObject): boolean =>
+  lease.metadata.labels?.[MANAGED_BY_LABEL] === MIGRATED_VALUE;
+
+/** Why the object under `key`'s legacy name is not `key`'s legacy object (live or sealed). */
+export function legacyProblem(lease: LeaseObject, key: LeaseKey): string | undefined {
+  if (isMigrated(lease)) {
+    const target = lease.metadata.annotations?.[MIGRATED_TO_ANNOTATION];
+    if (target !== leaseObjectName(key))
+      return `lease ${lease.metadata.name} is marked migrated to ${JSON.stringify(target)}, not ${leaseObjectName(key)}`;
+    return keyMismatch(lease, key);
+  }
+  return ownershipProblem(lease, key);
 }
 
 export function recordFromLease(lease: LeaseObject, key: LeaseKey): LeaseRecord {
@@ -141,8 +174,8 @@ function specOf(record: LeaseRecord): NonNullable<LeaseObject['spec']> {
   };
 }
 
-/** A new Lease holding `record` at store version 1. */
-export function newLease(name: string, namespace: string, record: LeaseRecord): LeaseObject {
+/** A new Lease holding `record` at store version `version` (1 for a new key; a migration carries its own). */
+export function newLease(name: string, namespace: string, record: LeaseRecord, version = 1): LeaseObject {
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
@@ -153,7 +186,7 @@ export function newLease(name: string, namespace: string, record: LeaseRecord): 
       annotations: {
         [NAMESPACE_ANNOTATION]: record.key.namespace,
         [NAME_ANNOTATION]: record.key.name,
-        [VERSION_ANNOTATION]: '1',
+        [VERSION_ANNOTATION]: String(version),
       },
     },
     spec: specOf(record),
@@ -182,4 +215,65 @@ export function updatedLease(current: LeaseObject, record: LeaseRecord, version:
     },
     spec: { ...spec, ...specOf(record) },
   };
+}
+
+/**
+ * `legacy` (as read, resourceVersion included) sealed after its record was copied to `key`'s Go-layout
+ * object: relabelled out of every Berth server's List and pointing at the new name. The spec and
+ * version stay, for whoever inspects it.
+ */
+export function sealedLease(legacy: LeaseObject, key: LeaseKey): LeaseObject {
+  return {
+    ...legacy,
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      ...legacy.metadata,
+      labels: { ...legacy.metadata.labels, [MANAGED_BY_LABEL]: MIGRATED_VALUE },
+      annotations: { ...legacy.metadata.annotations, [MIGRATED_TO_ANNOTATION]: leaseObjectName(key) },
+    },
+  };
+}
+
+export interface KeyedLease {
+  key: LeaseKey;
+  lease: LeaseObject;
+}
+
+/** What List does with the managed objects it found. */
+export interface ListPlan {
+  /** Go-layout objects: the records, one per key. */
+  current: KeyedLease[];
+  /** Live legacy objects of keys without a Go-layout object: to migrate, then report. */
+  migrate: KeyedLease[];
+  /** Live legacy objects of keys that have a Go-layout object (a migration interrupted before its seal). */
+  seal: KeyedLease[];
+}
+
+/**
+ * Sorts listed objects by what they are for the key their annotations name. Objects under neither of
+ * the key's names, for keys the API refuses, sealed or not ours are skipped; so is a legacy object
+ * whose Go-layout name another listed object occupies (reading that key fails closed instead).
+ */
+export function planList(leases: readonly LeaseObject[]): ListPlan {
+  const current = new Map<string, KeyedLease>();
+  const legacy: KeyedLease[] = [];
+  const names = new Set(leases.map((l) => l.metadata.name));
+  for (const lease of leases) {
+    const key = keyOfLease(lease);
+    if (
+      key === undefined ||
+      objectNameProblem(key) !== undefined ||
+      ownershipProblem(lease, key) !== undefined
+    )
+      continue;
+    if (lease.metadata.name === leaseObjectName(key)) current.set(keyString(key), { key, lease });
+    else if (lease.metadata.name === legacyObjectName(key)) legacy.push({ key, lease });
+  }
+  const plan: ListPlan = { current: [...current.values()], migrate: [], seal: [] };
+  for (const entry of legacy) {
+    if (current.has(keyString(entry.key))) plan.seal.push(entry);
+    else if (!names.has(leaseObjectName(entry.key))) plan.migrate.push(entry);
+  }
+  return plan;
 }

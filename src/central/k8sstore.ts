@@ -1,6 +1,9 @@
-// Kubernetes lease Store (`--store-backend k8s`, reference/berth-spec.md §3.8): one
-// coordination.k8s.io/v1 Lease per key in the coordination namespace (naming and field mapping in
-// k8slease.ts). Records are never deleted: a tombstone is a Lease without holder that keeps its token.
+// Kubernetes lease Store (`--store-backend k8s`, docs/central.md): one
+// coordination.k8s.io/v1 Lease per key in the coordination namespace, named `<namespace>.<name>` and
+// mapped field for field as the Go server does (k8slease.ts), so the Go server and this one can take
+// over each other's data or run side by side. Records are never deleted: a tombstone is a Lease
+// without holder that keeps its token. Keys the API refuses (validate.ts) have no object name and are
+// refused here too.
 //
 // Writes are compare-and-swaps twice over: the store version in the `berth.skaphos.io/version`
 // annotation must equal the expected version, and the update carries the resourceVersion of the
@@ -9,8 +12,15 @@
 // annotation, managedFields): the update is retried on the fresh object, up to 4 attempts (the Go
 // server ended the lease there, #196). Any other outcome is a StoreConflictError.
 //
+// Objects of earlier versions (`berth-<sha256>`) are migrated when a read finds no Go-layout object
+// but a live legacy one, and by every List (so by the TTL collector's first sweep): create-only of the
+// new object with the legacy record and version, then a resourceVersion-guarded seal of the old one.
+// Replicas racing on it create one object (the others get AlreadyExists and adopt it) and seal once;
+// the record only ever moves forward from the legacy one. docs/central.md has the argument and the
+// rules for running beside a Go server.
+//
 // acquireTime/renewTime are instants of the central replica's clock (the lease manager's), as in every
-// store: the API server's clock never enters an expiry decision (see postgres/store.ts for why).
+// store: the API server's clock never enters an expiry decision (see sql/store.ts for why).
 //
 // The object that answered the last read or write of each key is remembered, so the manager's usual
 // get-then-put costs one GET and one PUT; a stale memory only costs the 409 and a re-read.
@@ -34,18 +44,23 @@ import {
 } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import {
-  keyOfLease,
+  isMigrated,
   type LeaseObject,
   leaseObjectName,
+  legacyObjectName,
+  legacyProblem,
   MANAGED_SELECTOR,
   newLease,
+  objectNameProblem,
   ownershipProblem,
+  planList,
   recordFromLease,
+  sealedLease,
   unrepresentable,
   updatedLease,
   versionOfLease,
 } from './k8slease.ts';
-import type { LeaseKey, LeaseRecord } from './record.ts';
+import { keyString, type LeaseKey, type LeaseRecord } from './record.ts';
 import { type Store, StoreConflictError } from './store.ts';
 import { RequestThrottle } from './throttle.ts';
 
@@ -72,13 +87,36 @@ export interface K8sStoreOptions {
   /** Per-request timeout. Default 10 s. */
   requestTimeoutMs?: number;
   clock?: Clock;
-  /** Object naming; tests inject collisions. Default leaseObjectName. */
-  objectName?: (key: LeaseKey) => string;
 }
 
 interface LeaseList {
   items?: LeaseObject[];
   metadata?: { continue?: string };
+}
+
+/** Inserts into a map used as a bounded memory (insertion order = age), dropping the oldest entry. */
+function remember<V>(memory: Map<string, V>, name: string, value: V): void {
+  memory.delete(name);
+  memory.set(name, value);
+  if (memory.size > REMEMBERED_OBJECTS) {
+    const oldest = memory.keys().next().value;
+    if (oldest !== undefined) memory.delete(oldest);
+  }
+}
+
+/** An object under one of a key's names that is not that key's: the key fails closed. */
+class ForeignObjectError extends Error {
+  constructor(problem: string) {
+    super(`k8s lease store: ${problem}`);
+    this.name = 'ForeignObjectError';
+  }
+}
+
+/** The Go-layout object name of `key`; a key the API refuses has none. */
+function objectName(key: LeaseKey): string {
+  const problem = objectNameProblem(key);
+  if (problem !== undefined) throw new Error(`k8s lease store: ${problem}`);
+  return leaseObjectName(key);
 }
 
 export class K8sLeaseStore implements Store {
@@ -89,9 +127,13 @@ export class K8sLeaseStore implements Store {
   readonly #throttle: RequestThrottle;
   readonly #timeoutMs: number;
   readonly #clock: Clock;
-  readonly #objectName: (key: LeaseKey) => string;
-  /** Last object seen per object name (insertion order = age). */
+  /** Last object seen per Go-layout name. */
   readonly #seen = new Map<string, LeaseObject>();
+  /**
+   * Legacy names known to hold no live object. Nothing creates or revives a legacy object any more,
+   * so once seen absent or sealed it stays so, and this replica stops asking.
+   */
+  readonly #noLegacy = new Map<string, true>();
 
   constructor(options: K8sStoreOptions) {
     if (options.transport !== undefined) {
@@ -111,7 +153,6 @@ export class K8sLeaseStore implements Store {
       this.#clock,
     );
     this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_K8S_REQUEST_TIMEOUT_MS;
-    this.#objectName = options.objectName ?? leaseObjectName;
   }
 
   /** Total client-side throttling delay so far, in ms. */
@@ -139,32 +180,89 @@ export class K8sLeaseStore implements Store {
     }
   }
 
-  #remember(lease: LeaseObject): void {
-    const name = lease.metadata.name;
-    this.#seen.delete(name);
-    this.#seen.set(name, lease);
-    if (this.#seen.size > REMEMBERED_OBJECTS) {
-      const oldest = this.#seen.keys().next().value;
-      if (oldest !== undefined) this.#seen.delete(oldest);
-    }
-  }
-
-  /** The Lease for `key`, or undefined; throws when the object there belongs to another key. */
-  async #read(key: LeaseKey, name: string): Promise<LeaseObject | undefined> {
+  /** The object called `name`, or undefined; throws when it is not `key`'s, as `problemOf` judges. */
+  async #fetch(
+    name: string,
+    key: LeaseKey,
+    problemOf: (lease: LeaseObject, key: LeaseKey) => string | undefined,
+  ): Promise<LeaseObject | undefined> {
     let lease: LeaseObject;
     try {
       lease = await this.#request<LeaseObject>({ path: this.#path(name) });
     } catch (err) {
-      if (isNotFound(err)) {
-        this.#seen.delete(name);
-        return undefined;
-      }
+      if (isNotFound(err)) return undefined;
       throw err;
     }
-    const problem = ownershipProblem(lease, key);
-    if (problem !== undefined) throw new Error(`k8s lease store: ${problem}`);
-    this.#remember(lease);
+    const problem = problemOf(lease, key);
+    if (problem !== undefined) throw new ForeignObjectError(problem);
     return lease;
+  }
+
+  /** The Go-layout object of `key`, or undefined. */
+  async #read(key: LeaseKey, name: string): Promise<LeaseObject | undefined> {
+    const lease = await this.#fetch(name, key, ownershipProblem);
+    if (lease === undefined) this.#seen.delete(name);
+    else remember(this.#seen, name, lease);
+    return lease;
+  }
+
+  /** `key`'s legacy object (live or sealed), unless this replica knows there is no live one. */
+  async #legacy(key: LeaseKey): Promise<LeaseObject | undefined> {
+    const name = legacyObjectName(key);
+    if (this.#noLegacy.has(name)) return undefined;
+    const legacy = await this.#fetch(name, key, legacyProblem);
+    if (legacy === undefined || isMigrated(legacy)) remember(this.#noLegacy, name, true);
+    return legacy;
+  }
+
+  /** The object holding `key`'s record: the Go-layout one, created first from a live legacy one. */
+  async #resolve(key: LeaseKey, name: string): Promise<LeaseObject | undefined> {
+    const current = await this.#read(key, name);
+    if (current !== undefined) return current;
+    const legacy = await this.#legacy(key);
+    if (legacy === undefined) return undefined;
+    // Sealed only after the new object was created: our first read came before that creation.
+    if (isMigrated(legacy)) return this.#read(key, name);
+    return this.#migrate(key, name, legacy);
+  }
+
+  /**
+   * Carries a live legacy object's record, version included, to `name` (create-only, so racing
+   * replicas create it once and the rest adopt it), then seals the legacy object.
+   */
+  async #migrate(key: LeaseKey, name: string, legacy: LeaseObject): Promise<LeaseObject> {
+    let current: LeaseObject | undefined;
+    try {
+      current = await this.#request<LeaseObject>({
+        method: 'POST',
+        path: this.#path(),
+        body: newLease(name, this.#namespace, recordFromLease(legacy, key), versionOfLease(legacy)),
+      });
+      remember(this.#seen, name, current);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      current = await this.#read(key, name);
+      if (current === undefined)
+        throw new Error(
+          `k8s lease store: ${name} was deleted while ${legacy.metadata.name} was migrated to it`,
+        );
+    }
+    await this.#seal(legacy, key);
+    return current;
+  }
+
+  /** Seals a migrated legacy object, guarded by the resourceVersion it was read at. */
+  async #seal(legacy: LeaseObject, key: LeaseKey): Promise<void> {
+    try {
+      await this.#request<LeaseObject>({
+        method: 'PUT',
+        path: this.#path(legacy.metadata.name),
+        body: sealedLease(legacy, key),
+      });
+    } catch (err) {
+      // Someone wrote it since (another replica sealing it): the next List seals it if it is still live.
+      if (!isConflict(err) && !isNotFound(err)) throw err;
+    }
   }
 
   async ping(signal?: AbortSignal): Promise<void> {
@@ -176,27 +274,36 @@ export class K8sLeaseStore implements Store {
   }
 
   async get(key: LeaseKey): Promise<LeaseRecord | undefined> {
-    const lease = await this.#read(key, this.#objectName(key));
+    const lease = await this.#resolve(key, objectName(key));
     return lease === undefined ? undefined : recordFromLease(lease, key);
   }
 
   async list(): Promise<LeaseRecord[]> {
-    const records: LeaseRecord[] = [];
+    const leases: LeaseObject[] = [];
     let token: string | undefined;
     do {
       const page = await this.#request<LeaseList>({
         path: this.#path(),
         query: { labelSelector: MANAGED_SELECTOR, limit: LIST_PAGE, continue: token },
       });
-      for (const lease of page.items ?? []) {
-        const key = keyOfLease(lease);
-        // Objects whose name does not match their annotated key are not ours to interpret.
-        if (key === undefined || this.#objectName(key) !== lease.metadata.name) continue;
-        this.#remember(lease);
-        records.push(recordFromLease(lease, key));
-      }
+      leases.push(...(page.items ?? []));
       token = page.metadata?.continue || undefined;
     } while (token !== undefined);
+    const plan = planList(leases);
+    const records: LeaseRecord[] = [];
+    for (const { key, lease } of plan.current) {
+      remember(this.#seen, lease.metadata.name, lease);
+      records.push(recordFromLease(lease, key));
+    }
+    for (const { key, lease } of plan.seal) await this.#seal(lease, key);
+    for (const { key, lease } of plan.migrate) {
+      try {
+        records.push(recordFromLease(await this.#migrate(key, leaseObjectName(key), lease), key));
+      } catch (err) {
+        // An object outside the List (not labelled) holds the new name: only that key fails closed.
+        if (!(err instanceof ForeignObjectError)) throw err;
+      }
+    }
     return records;
   }
 
@@ -204,16 +311,22 @@ export class K8sLeaseStore implements Store {
     const problem = unrepresentable(record);
     if (problem !== undefined) throw new Error(`k8s lease store: ${problem}`);
     const key = record.key;
-    const name = this.#objectName(key);
-    const label = `${key.namespace}/${key.name}`;
+    const name = objectName(key);
+    const label = keyString(key);
     if (expectedVersion === 0) {
+      // A key whose record still sits in a live legacy object is not absent.
+      const legacy = await this.#legacy(key);
+      if (legacy !== undefined && !isMigrated(legacy)) {
+        await this.#migrate(key, name, legacy);
+        throw new StoreConflictError(`lease store: ${label} already exists (in ${legacy.metadata.name})`);
+      }
       try {
         const created = await this.#request<LeaseObject>({
           method: 'POST',
           path: this.#path(),
           body: newLease(name, this.#namespace, record),
         });
-        this.#remember(created);
+        remember(this.#seen, name, created);
         return recordFromLease(created, key);
       } catch (err) {
         if (isAlreadyExists(err)) throw new StoreConflictError(`lease store: ${label} already exists`);
@@ -224,13 +337,13 @@ export class K8sLeaseStore implements Store {
     if (remembered !== undefined) {
       // The object under this name must be this key's, whichever way we learnt of it.
       const problem = ownershipProblem(remembered, key);
-      if (problem !== undefined) throw new Error(`k8s lease store: ${problem}`);
+      if (problem !== undefined) throw new ForeignObjectError(problem);
     }
     let current =
       remembered !== undefined && versionOfLease(remembered) === expectedVersion ? remembered : undefined;
     for (let attempt = 1; attempt <= METADATA_CONFLICT_ATTEMPTS; attempt++) {
       if (current === undefined) {
-        current = await this.#read(key, name);
+        current = await this.#resolve(key, name);
         if (current === undefined) throw new StoreConflictError(`lease store: ${label} does not exist`);
         const version = versionOfLease(current);
         if (version !== expectedVersion)
@@ -244,7 +357,7 @@ export class K8sLeaseStore implements Store {
           path: this.#path(name),
           body: updatedLease(current, record, expectedVersion + 1),
         });
-        this.#remember(updated);
+        remember(this.#seen, name, updated);
         return recordFromLease(updated, key);
       } catch (err) {
         if (isNotFound(err)) {
@@ -264,6 +377,7 @@ export class K8sLeaseStore implements Store {
 
   async close(): Promise<void> {
     this.#seen.clear();
+    this.#noLegacy.clear();
     await this.#owned?.close();
   }
 }

@@ -1,19 +1,28 @@
-// The Kubernetes lease store's pure mapping: object names (injective), MicroTime, record <-> Lease.
+// The Kubernetes lease store's pure mapping: object names (the Go layout, and the legacy hash names
+// still read), MicroTime, record <-> Lease, ownership checks and the migration's List plan.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   encodeKey,
   formatMicroTime,
+  isMigrated,
   keyOfLease,
   type LeaseObject,
   leaseObjectName,
+  legacyObjectName,
+  legacyProblem,
   MANAGED_BY_LABEL,
+  MIGRATED_TO_ANNOTATION,
+  MIGRATED_VALUE,
   NAME_ANNOTATION,
   NAMESPACE_ANNOTATION,
   newLease,
+  objectNameProblem,
   ownershipProblem,
   parseMicroTime,
+  planList,
   recordFromLease,
+  sealedLease,
   unrepresentable,
   updatedLease,
   VERSION_ANNOTATION,
@@ -32,6 +41,21 @@ const nasty = fc.oneof(
 );
 const anyKey = fc.record({ namespace: nasty, name: nasty });
 
+// Keys the API accepts, biased towards dots, dashes and the length limits.
+const label = (max: number) =>
+  fc
+    .tuple(
+      fc.constantFrom('a', 'b', '0'),
+      fc.string({ unit: fc.constantFrom('a', 'b', '-', '0'), maxLength: max - 2 }),
+    )
+    .map(([first, rest]) => (rest === '' ? first : `${first}${rest.replace(/-+$/, '')}`));
+const apiKey = fc
+  .record({
+    namespace: fc.oneof(label(8), label(63)),
+    name: fc.array(fc.oneof(label(8), label(63)), { minLength: 1, maxLength: 4 }).map((p) => p.join('.')),
+  })
+  .filter((k) => objectNameProblem(k) === undefined);
+
 const record = (key: LeaseKey, overrides: Partial<LeaseRecord> = {}): LeaseRecord => ({
   key,
   holder: 'cluster-east',
@@ -44,51 +68,73 @@ const record = (key: LeaseKey, overrides: Partial<LeaseRecord> = {}): LeaseRecor
 });
 
 describe('lease object names', () => {
-  it('are berth- plus the full SHA-256 of the key: a 70-character DNS subdomain for any key', () => {
-    fc.assert(
-      fc.property(anyKey, (key) => {
-        const name = leaseObjectName(key);
-        expect(name).toMatch(/^berth-[0-9a-f]{64}$/);
-        expect(name).toMatch(DNS_SUBDOMAIN);
-      }),
-    );
+  it("are the Go server's <namespace>.<name>", () => {
+    expect(leaseObjectName({ namespace: 'pipeline', name: 'ingest' })).toBe('pipeline.ingest');
+    expect(leaseObjectName({ namespace: 'a', name: 'b.c' })).toBe('a.b.c');
   });
 
-  it('hash an injective encoding: the key is recovered from it, so distinct keys hash distinct inputs', () => {
-    // A left inverse proves injectivity of the encoding: decode(encode(k)) = k for every k.
+  it('are valid DNS subdomains for every key the API accepts, and give the key back at the first dot', () => {
     fc.assert(
-      fc.property(anyKey, (key) => {
-        expect(JSON.parse(encodeKey(key))).toEqual([key.namespace, key.name]);
+      fc.property(apiKey, (key) => {
+        const name = leaseObjectName(key);
+        expect(name).toMatch(DNS_SUBDOMAIN);
+        expect(name.length).toBeLessThanOrEqual(253);
+        const dot = name.indexOf('.');
+        expect({ namespace: name.slice(0, dot), name: name.slice(dot + 1) }).toEqual(key);
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('exist only for keys the API accepts: the limit is named, lookalikes of an accepted key are refused', () => {
+    const ns = 'x'.repeat(63);
+    expect(objectNameProblem({ namespace: ns, name: 'y'.repeat(189) })).toBeUndefined();
+    expect(objectNameProblem({ namespace: ns, name: 'y'.repeat(190) })).toBe(
+      `invalid key ${ns}/${'y'.repeat(190)}: namespace and name joined with '.' must be at most 253 characters, got 254`,
+    );
+    // {a, b.c} is accepted as a.b.c; every other key that would join to it is refused.
+    expect(objectNameProblem({ namespace: 'a', name: 'b.c' })).toBeUndefined();
+    expect(objectNameProblem({ namespace: 'a.b', name: 'c' })).toMatch(
+      /^invalid namespace "a\.b": must be an RFC 1123 DNS label/,
+    );
+    expect(objectNameProblem({ namespace: 'a', name: 'b/c' })).toMatch(/^invalid name "b\/c"/);
+    expect(objectNameProblem({ namespace: 'A', name: 'b' })).toMatch(/^invalid namespace/);
+    expect(objectNameProblem({ namespace: 'a', name: 'y'.repeat(254) })).toMatch(/^invalid name/);
+  });
+
+  it('are distinct for distinct accepted keys', () => {
     fc.assert(
-      fc.property(anyKey, anyKey, (a, b) => {
+      fc.property(apiKey, apiKey, (a, b) => {
         fc.pre(a.namespace !== b.namespace || a.name !== b.name);
-        expect(encodeKey(a)).not.toBe(encodeKey(b));
         expect(leaseObjectName(a)).not.toBe(leaseObjectName(b));
       }),
       { numRuns: 2_000 },
     );
   });
+});
 
-  it("separates the keys Go's <ns>.<name> join would merge, and keys past 253 characters", () => {
-    const keys: LeaseKey[] = [
-      { namespace: 'a', name: 'b.c' },
-      { namespace: 'a.b', name: 'c' },
-      { namespace: 'a', name: 'b-c' },
-      { namespace: 'a-b', name: 'c' },
-      { namespace: 'x'.repeat(63), name: 'y'.repeat(300) },
-      { namespace: 'x'.repeat(63), name: `${'y'.repeat(299)}z` },
-    ];
-    expect(new Set(keys.map(leaseObjectName)).size).toBe(keys.length);
+describe('legacy object names', () => {
+  it('are berth- plus the full SHA-256 of the JSON [namespace, name], as earlier versions wrote them', () => {
+    // sha256 of the 21 bytes ["pipeline","ingest"], as `sha256sum` gives it.
+    expect(legacyObjectName({ namespace: 'pipeline', name: 'ingest' })).toBe(
+      'berth-672e480b23f7936f8af19d4bf7cd6017b7249b1da96f43d5e20039bf77d1d70c',
+    );
+    fc.assert(
+      fc.property(anyKey, (key) => {
+        expect(legacyObjectName(key)).toMatch(/^berth-[0-9a-f]{64}$/);
+        expect(JSON.parse(encodeKey(key))).toEqual([key.namespace, key.name]);
+      }),
+    );
   });
 
-  it('show no collision over 20,000 distinct generated keys', () => {
-    const keys = fc.sample(anyKey, { numRuns: 20_000, seed: 42 });
-    const encoded = new Set(keys.map(encodeKey));
-    const names = new Set(keys.map(leaseObjectName));
-    expect(names.size).toBe(encoded.size);
+  it('never equal a Go-layout name (one has a dot, the other none), nor each other', () => {
+    fc.assert(
+      fc.property(apiKey, apiKey, (a, b) => {
+        expect(legacyObjectName(a)).not.toBe(leaseObjectName(b));
+        if (a.namespace !== b.namespace || a.name !== b.name)
+          expect(legacyObjectName(a)).not.toBe(legacyObjectName(b));
+      }),
+    );
   });
 });
 
@@ -205,13 +251,156 @@ describe('record <-> Lease', () => {
   });
 });
 
+describe('objects the Go server writes', () => {
+  const key = { namespace: 'pipeline', name: 'ingest' };
+  // As the Go 0.4.2 store builds them: holderIdentity always set ("" for a tombstone), no duration
+  // for a tombstone, and (before the version annotation existed) no version.
+  const goLease = (spec: LeaseObject['spec'], annotations: Record<string, string> = {}): LeaseObject => ({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: 'pipeline.ingest',
+      labels: { [MANAGED_BY_LABEL]: 'berth' },
+      annotations: { [NAMESPACE_ANNOTATION]: 'pipeline', [NAME_ANNOTATION]: 'ingest', ...annotations },
+    },
+    spec,
+  });
+
+  it('read as the records they hold, a missing version as 1', () => {
+    const held = goLease(
+      {
+        holderIdentity: 'cluster-east',
+        leaseDurationSeconds: 30,
+        acquireTime: '2026-09-07T09:00:00.123456Z',
+        renewTime: '2026-09-07T09:00:01.123456Z',
+        leaseTransitions: 41,
+      },
+      { [VERSION_ANNOTATION]: '77' },
+    );
+    expect(ownershipProblem(held, key)).toBeUndefined();
+    expect(recordFromLease(held, key)).toEqual(record(key, { fencingToken: 41, version: 77 }));
+    const tomb = goLease({
+      holderIdentity: '',
+      acquireTime: '2026-09-07T09:00:00.123456Z',
+      renewTime: '2026-09-07T09:00:01.123456Z',
+      leaseTransitions: 41,
+    });
+    expect(recordFromLease(tomb, key)).toEqual(
+      record(key, { holder: '', ttlMs: 0, fencingToken: 41, version: 1 }),
+    );
+  });
+});
+
 describe('ownership', () => {
   const key = { namespace: 'a', name: 'b' };
   it('accepts only our objects for the key asked for', () => {
     const lease = newLease(leaseObjectName(key), 'ns', record(key));
     expect(ownershipProblem(lease, key)).toBeUndefined();
-    expect(ownershipProblem(lease, { namespace: 'a', name: 'c' })).toMatch('object name collision');
+    expect(ownershipProblem(lease, { namespace: 'a', name: 'c' })).toBe(
+      'lease a.b holds ["a","b"], not ["a","c"] (a foreign object on the name)',
+    );
+    delete lease.metadata.annotations![NAME_ANNOTATION];
+    expect(ownershipProblem(lease, key)).toBe('lease a.b has no key annotations');
     delete lease.metadata.labels![MANAGED_BY_LABEL];
-    expect(ownershipProblem(lease, key)).toMatch('is not labelled berth.skaphos.io/managed-by=berth');
+    expect(ownershipProblem(lease, key)).toBe('lease a.b is not labelled berth.skaphos.io/managed-by=berth');
+  });
+
+  it('never takes a sealed legacy object for a Go-layout one', () => {
+    const legacy = newLease(legacyObjectName(key), 'ns', record(key));
+    expect(ownershipProblem(sealedLease(legacy, key), key)).toMatch('is not labelled');
+  });
+});
+
+describe('legacy objects and their seal', () => {
+  const key = { namespace: 'pipeline', name: 'ingest' };
+  const live = (): LeaseObject => ({
+    ...newLease(legacyObjectName(key), 'ns', record(key), 5),
+    metadata: { ...newLease(legacyObjectName(key), 'ns', record(key), 5).metadata, resourceVersion: '9' },
+  });
+
+  it('seals by relabelling and pointing at the new name, keeping record, version and resourceVersion', () => {
+    const legacy = live();
+    legacy.metadata.labels!.team = 'storage';
+    const sealed = sealedLease(legacy, key);
+    expect(isMigrated(legacy)).toBe(false);
+    expect(isMigrated(sealed)).toBe(true);
+    expect(sealed.metadata).toMatchObject({
+      name: legacyObjectName(key),
+      resourceVersion: '9',
+      labels: { [MANAGED_BY_LABEL]: MIGRATED_VALUE, team: 'storage' },
+      annotations: { [MIGRATED_TO_ANNOTATION]: 'pipeline.ingest', [VERSION_ANNOTATION]: '5' },
+    });
+    expect(sealed.spec).toEqual(legacy.spec);
+    expect(recordFromLease(sealed, key)).toEqual(recordFromLease(legacy, key));
+    expect(legacy.metadata.labels![MANAGED_BY_LABEL]).toBe('berth');
+  });
+
+  it('are accepted live or sealed for their key only, sealed only when pointing at its new name', () => {
+    expect(legacyProblem(live(), key)).toBeUndefined();
+    expect(legacyProblem(sealedLease(live(), key), key)).toBeUndefined();
+    expect(legacyProblem(live(), { namespace: 'pipeline', name: 'other' })).toMatch('a foreign object');
+    const elsewhere = sealedLease(live(), key);
+    elsewhere.metadata.annotations![MIGRATED_TO_ANNOTATION] = 'pipeline.other';
+    expect(legacyProblem(elsewhere, key)).toBe(
+      `lease ${legacyObjectName(key)} is marked migrated to "pipeline.other", not pipeline.ingest`,
+    );
+    const foreign = live();
+    foreign.metadata.labels![MANAGED_BY_LABEL] = 'someone-else';
+    expect(legacyProblem(foreign, key)).toMatch('is not labelled');
+  });
+
+  it('carry their version into the new object', () => {
+    const legacy = live();
+    const moved = newLease(leaseObjectName(key), 'ns', recordFromLease(legacy, key), versionOfLease(legacy));
+    expect(recordFromLease(moved, key)).toEqual(recordFromLease(legacy, key));
+    expect(moved.metadata.annotations![VERSION_ANNOTATION]).toBe('5');
+  });
+});
+
+describe('List plan', () => {
+  const a = { namespace: 'pipeline', name: 'a' };
+  const b = { namespace: 'pipeline', name: 'b' };
+  const c = { namespace: 'pipeline', name: 'c' };
+  const go = (key: LeaseKey) => newLease(leaseObjectName(key), 'ns', record(key));
+  const legacy = (key: LeaseKey) => newLease(legacyObjectName(key), 'ns', record(key));
+  const names = (entries: Array<{ lease: LeaseObject }>) => entries.map((e) => e.lease.metadata.name).sort();
+
+  it('reports Go-layout objects, migrates lone legacy ones and seals those that already have a new one', () => {
+    const plan = planList([legacy(a), go(b), legacy(b), go(c)]);
+    expect(names(plan.current)).toEqual(['pipeline.b', 'pipeline.c']);
+    expect(plan.migrate).toEqual([{ key: a, lease: legacy(a) }]);
+    expect(plan.seal).toEqual([{ key: b, lease: legacy(b) }]);
+  });
+
+  it('gives each key at most once, whatever the order', () => {
+    fc.assert(
+      fc.property(fc.shuffledSubarray([legacy(a), go(a), legacy(b), go(b), legacy(c)]), (leases) => {
+        const plan = planList(leases);
+        const reported = [...plan.current, ...plan.migrate].map((e) => e.key.name);
+        expect(new Set(reported).size).toBe(reported.length);
+        for (const e of plan.migrate)
+          expect(leases.some((l) => l.metadata.name === leaseObjectName(e.key))).toBe(false);
+        for (const e of plan.seal) expect(plan.current.some((c) => c.key.name === e.key.name)).toBe(true);
+      }),
+    );
+  });
+
+  it('skips foreign objects, sealed objects, keys the API refuses and legacy keys whose new name is squatted', () => {
+    const squatter = go(a);
+    squatter.metadata.annotations![NAME_ANNOTATION] = 'b'; // under pipeline.a, claims pipeline/b
+    const unlabelled = go(c);
+    delete unlabelled.metadata.labels![MANAGED_BY_LABEL];
+    const refused = { namespace: 'pipe/line', name: 'x' };
+    const unannotated = go(b);
+    unannotated.metadata.annotations = {};
+    const plan = planList([
+      squatter,
+      legacy(a),
+      unlabelled,
+      sealedLease(legacy(c), c),
+      legacy(refused),
+      unannotated,
+    ]);
+    expect(plan).toEqual({ current: [], migrate: [], seal: [] });
   });
 });

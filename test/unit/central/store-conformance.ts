@@ -2,17 +2,19 @@
 // version as the only write predicate, exactly-one-winner under concurrency, faithful round trips, no
 // aliasing, and the lease guarantees (tokens never repeat) when the manager runs on top of it.
 //
-//   runStoreConformance('postgres', async () => ({ store: await openPostgresStore(dsn), cleanup, reopen }))
+//   runStoreConformance('sql mysql', async () => ({ store: await SqlStore.open(o), cleanup, reopen }))
 //
 // `makeStore` must return an empty store; `cleanup` (optional) runs after each test, after every store
 // of the fixture is closed. Durable backends also give `reopen`: another store instance over the same
-// data (a second replica, or the same one after a restart); the races then run between two instances.
+// data (a second replica, or the same one after a restart); the races then run between two instances,
+// except on a single-replica backend (SQLite), where they run within one and a restart closes first.
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TtlCollector } from '../../../src/central/gc.ts';
 import { LeaseManager, type LeaseResult, ReleaseConflictError } from '../../../src/central/manager.ts';
 import { INT32_MAX, type LeaseKey, type LeaseRecord } from '../../../src/central/record.ts';
 import { isStoreConflict, type Store, type StoreConflictError } from '../../../src/central/store.ts';
+import { validateKey } from '../../../src/central/validate.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { HoldableStore } from './holdable-store.ts';
 
@@ -51,6 +53,13 @@ async function conflict(p: Promise<unknown>): Promise<StoreConflictError> {
 export interface ConformanceOptions {
   /** The backend keeps data across instances: makeStore must give `reopen`. */
   durable?: boolean;
+  /** Only one instance may have the data open at a time (SQLite's exclusive lock). */
+  singleReplica?: boolean;
+  /**
+   * The backend stores only keys the API accepts (validateKey; the k8s store, whose object names are
+   * built from them) and must refuse any other, as an error that is not a conflict, writing nothing.
+   */
+  apiKeysOnly?: boolean;
 }
 
 export function runStoreConformance(
@@ -59,6 +68,8 @@ export function runStoreConformance(
   options: ConformanceOptions = {},
 ): void {
   const durable = options.durable ?? false;
+  const singleReplica = options.singleReplica ?? false;
+  const apiKeysOnly = options.apiKeysOnly ?? false;
   describe(`store conformance: ${name}`, () => {
     let fixtures: Array<StoreFixture & { extra: Store[] }> = [];
     const openFixture = async (): Promise<StoreFixture & { extra: Store[] }> => {
@@ -70,7 +81,7 @@ export function runStoreConformance(
     /** A store and a second replica over the same data (the same instance for the memory store). */
     const openPair = async (): Promise<[Store, Store]> => {
       const fixture = await openFixture();
-      if (fixture.reopen === undefined) return [fixture.store, fixture.store];
+      if (fixture.reopen === undefined || singleReplica) return [fixture.store, fixture.store];
       const second = await fixture.reopen();
       fixture.extra.push(second);
       return [fixture.store, second];
@@ -423,6 +434,7 @@ export function runStoreConformance(
         }
         if (fixture.reopen !== undefined && round % 4 === 3) {
           // A restart: a new instance must continue from the persisted high-water mark.
+          if (singleReplica) await store.close?.();
           store = await fixture.reopen();
           fixture.extra.push(store);
           manager = new LeaseManager({ store, clock });
@@ -458,7 +470,15 @@ export function runStoreConformance(
         { namespace: `${'x'.repeat(62)}z`, name: 'y'.repeat(189) },
       ];
       const seen = new Set(fixed.map((k) => JSON.stringify([k.namespace, k.name])));
-      const keys = [...fixed, ...generated.filter((k) => !seen.has(JSON.stringify([k.namespace, k.name])))];
+      const all = [...fixed, ...generated.filter((k) => !seen.has(JSON.stringify([k.namespace, k.name])))];
+      const refused = apiKeysOnly ? all.filter((k) => validateKey(k.namespace, k.name) !== undefined) : [];
+      const keys = all.filter((k) => !refused.includes(k));
+      if (apiKeysOnly) expect(refused.length).toBeGreaterThan(0);
+      for (const k of refused) {
+        const err = await store.put(0, record(k)).catch((e: unknown) => e);
+        expect(err, JSON.stringify(k)).toBeInstanceOf(Error);
+        expect(isStoreConflict(err), String(err)).toBe(false);
+      }
       await Promise.all(keys.map((k, i) => store.put(0, record(k, { fencingToken: i + 1 }))));
       for (const [i, k] of keys.entries())
         expect((await store.get(k))?.fencingToken, JSON.stringify(k)).toBe(i + 1);
