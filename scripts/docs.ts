@@ -10,7 +10,8 @@ const cell = (text: string): string =>
 export function flagsTable(spec: CommandSpec): string {
   const rows = spec.flags.map((f) => {
     const def = f.default === undefined || f.default === '' ? '' : `\`${String(f.default)}\``;
-    return `| \`--${f.name}\` | ${def} | ${f.env ? `\`${f.env}\`` : ''} | ${cell(f.help)} |`;
+    const help = f.repeatable ? `${f.help} (repeatable)` : f.help;
+    return `| \`--${f.name}\` | ${def} | ${f.env ? `\`${f.env}\`` : ''} | ${cell(help)} |`;
   });
   return ['| flag | default | env | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

@@ -8,8 +8,10 @@ export interface FlagSpec {
   kind: FlagKind;
   default: string | number | boolean | undefined;
   help: string;
-  /** Environment variable read when the flag is not given. */
+  /** Environment variable read when the flag is not given (as one occurrence of a repeatable flag). */
   env?: string;
+  /** May be given more than once: the value is the list of every occurrence in order, default empty. */
+  repeatable?: boolean;
 }
 
 export interface CommandSpec {
@@ -18,7 +20,8 @@ export interface CommandSpec {
   flags: FlagSpec[];
 }
 
-export type FlagValues = Record<string, string | number | boolean | undefined>;
+export type FlagScalar = string | number | boolean;
+export type FlagValues = Record<string, FlagScalar | FlagScalar[] | undefined>;
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -41,7 +44,7 @@ export function parseDuration(text: string): number {
   return total;
 }
 
-function convert(flag: FlagSpec, raw: string, source: string): string | number | boolean {
+function convert(flag: FlagSpec, raw: string, source: string): FlagScalar {
   switch (flag.kind) {
     case 'string':
       return raw;
@@ -64,7 +67,10 @@ function convert(flag: FlagSpec, raw: string, source: string): string | number |
   }
 }
 
-/** Parses `--flag value`, `--flag=value` and bare boolean `--flag`; env vars fill flags not given. */
+/**
+ * Parses `--flag value`, `--flag=value` and bare boolean `--flag`; env vars fill flags not given. A
+ * repeatable flag collects every occurrence; any other flag given twice keeps the last value.
+ */
 export function parseFlags(spec: CommandSpec, argv: string[], env: NodeJS.ProcessEnv = {}): FlagValues {
   const byName = new Map(spec.flags.map((f) => [f.name, f]));
   const values: FlagValues = {};
@@ -84,12 +90,17 @@ export function parseFlags(spec: CommandSpec, argv: string[], env: NodeJS.Proces
         if (raw === undefined) throw new UsageError(`${spec.name}: flag --${name} needs a value`);
       }
     }
-    values[name] = convert(flag, raw, `--${name}`);
+    const value = convert(flag, raw, `--${name}`);
+    const previous = values[name];
+    values[name] = flag.repeatable ? [...(Array.isArray(previous) ? previous : []), value] : value;
   }
   for (const flag of spec.flags) {
     if (values[flag.name] !== undefined) continue;
     const fromEnv = flag.env ? env[flag.env] : undefined;
-    if (fromEnv !== undefined && fromEnv !== '') values[flag.name] = convert(flag, fromEnv, flag.env!);
+    if (fromEnv !== undefined && fromEnv !== '') {
+      const value = convert(flag, fromEnv, flag.env!);
+      values[flag.name] = flag.repeatable ? [value] : value;
+    } else if (flag.repeatable) values[flag.name] = [];
     else
       values[flag.name] =
         flag.kind === 'duration' && typeof flag.default === 'string'
@@ -104,7 +115,8 @@ export function helpText(program: string, spec: CommandSpec): string {
     const placeholder = f.kind === 'boolean' ? '' : ` <${f.kind}>`;
     const def = f.default === undefined || f.default === '' ? '(none)' : String(f.default);
     const env = f.env ? ` [env ${f.env}]` : '';
-    return [`  --${f.name}${placeholder}`, `${f.help} (default: ${def})${env}`] as const;
+    const repeat = f.repeatable ? ' (repeatable)' : '';
+    return [`  --${f.name}${placeholder}`, `${f.help}${repeat} (default: ${def})${env}`] as const;
   });
   const width = Math.max(...rows.map(([left]) => left.length), 10) + 2;
   return [

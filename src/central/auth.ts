@@ -1,7 +1,7 @@
 // Authentication and authorization of the central lease API (reference/berth-spec.md §3.6).
-// Modes: `none` (no identity, authorization skipped) and `static-keys` (a key file of
-// `<key-id>:<sha256-hex-of-token>` lines; the identity is the key id). Tokens are only ever hashed,
-// never stored or logged.
+// Modes: `none` (no identity, authorization skipped), `static-keys` (a key file of
+// `<key-id>:<sha256-hex-of-token>` lines; the identity is the key id; tokens are only ever hashed,
+// never stored or logged) and `oidc` (JWTs from an OpenID Connect issuer, oidc.ts).
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '../observability/logger.ts';
@@ -11,13 +11,16 @@ export interface Identity {
   tenant: string;
 }
 
-/** Resolves a bearer token to an identity, or undefined when it is not recognised. */
+/**
+ * Resolves a bearer token to an identity, or undefined (or a rejection whose message says why, never
+ * holding the token) when it is not recognised.
+ */
 export interface Authenticator {
   authenticate(token: string): Identity | undefined | Promise<Identity | undefined>;
 }
 
-export type AuthMode = 'none' | 'static-keys';
-export const AUTH_MODES: readonly AuthMode[] = ['none', 'static-keys'];
+export type AuthMode = 'none' | 'static-keys' | 'oidc';
+export const AUTH_MODES: readonly AuthMode[] = ['none', 'static-keys', 'oidc'];
 
 export const AuthMessage = {
   malformed: 'missing or malformed Authorization header',
@@ -31,6 +34,16 @@ export function bearerToken(header: string | undefined): string | undefined {
   if (header === undefined || !header.startsWith('Bearer ')) return undefined;
   const token = header.slice('Bearer '.length);
   return token === '' ? undefined : token;
+}
+
+/**
+ * Whether an authenticator's answer may be used. Fails closed on a missing identity and on a tenant
+ * that is empty or holds `/`, which could pose as another tenant's `<tenant>/...` holder (→ 401).
+ */
+export function isUsableIdentity(identity: Identity | null | undefined): identity is Identity {
+  return (
+    identity !== undefined && identity !== null && identity.tenant !== '' && !identity.tenant.includes('/')
+  );
 }
 
 /** The default authorizer: any namespace; the holder is the tenant or `<tenant>/...`. */

@@ -1,22 +1,24 @@
 // `berth-operator central`: the embedded central lease API server (reference/berth-spec.md §3.9 flags,
 // HTTPS only), running until SIGINT/SIGTERM; SIGHUP reloads the static key file. `--store-backend`
-// picks the lease store (mem, postgres, k8s); a flag of another backend than the chosen one is a
-// start-up error, as in the Go server.
+// picks the lease store (mem, k8s, sql with --sql-driver postgres|mysql|sqlite; docs/central-stores.md);
+// a flag of another backend than the chosen one is a start-up error, as in the Go server.
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { type CommandSpec, type FlagValues, parseDuration, UsageError } from '../cli.ts';
 import { parseBindAddress } from '../observability/health.ts';
-import { createLogger, LOG_LEVELS, type Logger } from '../observability/logger.ts';
+import { createLogger, LOG_FORMATS, LOG_LEVELS, type Logger } from '../observability/logger.ts';
 import { AUTH_MODES, type AuthMode } from './auth.ts';
 import { DEFAULT_COORDINATION_BURST, DEFAULT_COORDINATION_QPS } from './k8sstore.ts';
+import { endpointUrlProblem, type OidcConfig, parseRequiredClaims } from './oidc.ts';
 import { openStore, STORE_BACKENDS, type StoreBackend, type StoreConfig } from './open-store.ts';
-import { DEFAULT_POOL_MAX, MIGRATE_MODES, type MigrateMode } from './postgres/store.ts';
 import { type CentralServer, startCentralServer } from './server.ts';
+import { SQL_DRIVERS, type SqlDriver } from './sql/dialect.ts';
+import { DEFAULT_POOL_MAX, MIGRATE_MODES, type MigrateMode } from './sql/store.ts';
 
 export const centralCommand: CommandSpec = {
   name: 'central',
   summary:
-    'Run the central Berth lease API server (memory, PostgreSQL or Kubernetes Lease store) until interrupted.',
+    'Run the central Berth lease API server (memory, SQL or Kubernetes Lease store) until interrupted.',
   flags: [
     {
       name: 'listen-addr',
@@ -40,13 +42,50 @@ export const centralCommand: CommandSpec = {
       name: 'auth-mode',
       kind: 'string',
       default: '',
-      help: 'none or static-keys; empty means none with --store-backend mem, static-keys otherwise',
+      help: 'none, static-keys or oidc; empty means none with --store-backend mem, static-keys otherwise',
     },
     {
       name: 'api-keys-file',
       kind: 'string',
       default: '',
       help: 'static-keys: file of <key-id>:<sha256-hex-of-token> lines; reloaded on SIGHUP',
+    },
+    {
+      name: 'oidc-issuer-url',
+      kind: 'string',
+      default: '',
+      help: "oidc: issuer URL (https); must equal the tokens' iss and the discovery document's issuer (required)",
+    },
+    {
+      name: 'oidc-audience',
+      kind: 'string',
+      default: '',
+      help: "oidc: audience the tokens' aud must contain (required)",
+    },
+    {
+      name: 'oidc-jwks-url',
+      kind: 'string',
+      default: '',
+      help: 'oidc: JWKS URL to verify signatures with; when empty, the jwks_uri of <issuer>/.well-known/openid-configuration',
+    },
+    {
+      name: 'oidc-username-claim',
+      kind: 'string',
+      default: 'sub',
+      help: 'oidc: claim holding the username (the holder identity)',
+    },
+    {
+      name: 'oidc-tenant-claim',
+      kind: 'string',
+      default: 'sub',
+      help: "oidc: claim holding the tenant (a string, or an array's first element); holders must be <tenant> or <tenant>/...",
+    },
+    {
+      name: 'oidc-required-claim',
+      kind: 'string',
+      default: undefined,
+      repeatable: true,
+      help: "oidc: key=value that the token's string claim key must equal",
     },
     {
       name: 'metrics-addr',
@@ -56,40 +95,57 @@ export const centralCommand: CommandSpec = {
     },
     { name: 'log-level', kind: 'string', default: 'info', help: 'debug, info, warn or error' },
     {
+      name: 'log-format',
+      kind: 'string',
+      default: 'json',
+      help: "json or text (logfmt lines, as Go slog's)",
+    },
+    {
       name: 'store-backend',
       kind: 'string',
-      default: 'mem',
-      help: 'Lease store: mem (one process, lost on restart), postgres or k8s (coordination.k8s.io Leases)',
+      default: '',
+      help:
+        'Lease store: mem (one process, lost on restart), k8s (coordination.k8s.io Leases) or sql (--sql-driver). ' +
+        'Empty (deprecated, logged): k8s when --coordination-namespace is set, else mem. ' +
+        'postgres (deprecated, logged) means sql with --sql-driver postgres',
+    },
+    {
+      name: 'sql-driver',
+      kind: 'string',
+      default: '',
+      help: 'sql: postgres, mysql (MySQL or MariaDB) or sqlite (one replica only) (required)',
     },
     {
       name: 'sql-dsn',
       kind: 'string',
       default: '',
-      help: 'postgres: libpq connection string (URL or key=value); prefer --sql-dsn-file, flags show in ps',
+      help:
+        'sql: connection string: postgres:// URL or libpq key=value; user:pw@tcp(host:3306)/db or mysql:// URL; ' +
+        'SQLite file path or file: URI. Prefer --sql-dsn-file, flags show in ps',
     },
     {
       name: 'sql-dsn-file',
       kind: 'string',
       default: '',
-      help: 'postgres: file holding the connection string',
+      help: 'sql: file holding the connection string, read once at start-up',
     },
     {
       name: 'sql-migrate',
       kind: 'string',
       default: 'auto',
-      help: 'postgres: auto creates table berth_leases if absent; off only verifies it, refusing to start on a mismatch',
+      help: 'sql: auto creates table berth_leases if absent (and adds a missing version column); off only verifies it, refusing to start on a mismatch',
     },
     {
       name: 'sql-max-conns',
       kind: 'number',
-      default: DEFAULT_POOL_MAX,
-      help: 'postgres: connection pool size',
+      default: undefined,
+      help: `sql: connection pool size (default ${DEFAULT_POOL_MAX}); sqlite uses one connection and refuses more`,
     },
     {
       name: 'sql-timeout',
       kind: 'duration',
       default: '5s',
-      help: 'postgres: bound of every wait (pool checkout, statement and lock timeouts)',
+      help: 'sql: bound of every wait (connecting, pool checkout, statements, lock waits; sqlite: busy timeout)',
     },
     {
       name: 'coordination-kubeconfig',
@@ -120,7 +176,7 @@ export const centralCommand: CommandSpec = {
 
 /** The flags only one backend uses; giving one with another backend is a start-up error. */
 const BACKEND_FLAGS: Record<Exclude<StoreBackend, 'mem'>, readonly string[]> = {
-  postgres: ['sql-dsn', 'sql-dsn-file', 'sql-migrate', 'sql-max-conns', 'sql-timeout'],
+  sql: ['sql-driver', 'sql-dsn', 'sql-dsn-file', 'sql-migrate', 'sql-max-conns', 'sql-timeout'],
   k8s: ['coordination-kubeconfig', 'coordination-namespace', 'coordination-qps', 'coordination-burst'],
 };
 
@@ -146,6 +202,51 @@ export function foreignBackendFlags(
   return found;
 }
 
+/** The OIDC flags with a scalar value; giving one with another auth mode is a start-up error. */
+const OIDC_FLAGS = [
+  'oidc-issuer-url',
+  'oidc-audience',
+  'oidc-jwks-url',
+  'oidc-username-claim',
+  'oidc-tenant-claim',
+] as const;
+
+type GivenStoreBackend = '' | StoreBackend | 'postgres';
+
+/**
+ * The backend `--store-backend` selects, and the deprecation to log. Unset, the Go server's legacy
+ * rule applies (a coordination namespace means k8s, otherwise mem); `postgres`, this server's name
+ * before the Go SQL backend was reproduced, is the same store as `sql --sql-driver postgres`.
+ */
+export function resolveStoreBackend(flags: {
+  'store-backend': GivenStoreBackend;
+  'sql-driver': SqlDriver | '';
+  'coordination-namespace': string;
+}): { backend: StoreBackend; driver: SqlDriver | ''; warning?: string } | { problem: string } {
+  const driver = flags['sql-driver'];
+  switch (flags['store-backend']) {
+    case '': {
+      const backend = flags['coordination-namespace'] === '' ? 'mem' : 'k8s';
+      const why = backend === 'k8s' ? '--coordination-namespace is set' : '--coordination-namespace is empty';
+      return {
+        backend,
+        driver,
+        warning: `--store-backend is not set: using ${backend} because ${why}; this inference is deprecated, set --store-backend ${backend}`,
+      };
+    }
+    case 'postgres':
+      if (driver !== '' && driver !== 'postgres')
+        return { problem: `${driver} contradicts --store-backend postgres (use --store-backend sql)` };
+      return {
+        backend: 'sql',
+        driver: 'postgres',
+        warning: '--store-backend postgres is deprecated: use --store-backend sql --sql-driver postgres',
+      };
+    default:
+      return { backend: flags['store-backend'], driver };
+  }
+}
+
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 const bindAddress = (optional: boolean) =>
@@ -169,9 +270,27 @@ const flagsSchema = z
       error: `must be one of: ${AUTH_MODES.join(', ')}`,
     }),
     'api-keys-file': z.string(),
+    'oidc-issuer-url': z.string(),
+    'oidc-audience': z.string(),
+    'oidc-jwks-url': z.string(),
+    'oidc-username-claim': z.string().min(1, 'must not be empty'),
+    'oidc-tenant-claim': z.string().min(1, 'must not be empty'),
+    'oidc-required-claim': z.array(z.string()).superRefine((entries, ctx) => {
+      try {
+        parseRequiredClaims(entries);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
     'metrics-addr': bindAddress(true),
     'log-level': z.enum(LOG_LEVELS),
-    'store-backend': z.enum(STORE_BACKENDS, { error: `must be one of: ${STORE_BACKENDS.join(', ')}` }),
+    'log-format': z.enum(LOG_FORMATS, { error: `must be one of: ${LOG_FORMATS.join(', ')}` }),
+    'store-backend': z.enum(['', ...STORE_BACKENDS, 'postgres'], {
+      error: `must be one of: ${STORE_BACKENDS.join(', ')}`,
+    }),
+    'sql-driver': z.union([z.literal(''), z.enum(SQL_DRIVERS)], {
+      error: `must be one of: ${SQL_DRIVERS.join(', ')}`,
+    }),
     'sql-dsn': z.string(),
     'sql-dsn-file': z.string(),
     'sql-migrate': z.enum(MIGRATE_MODES as [MigrateMode, ...MigrateMode[]], {
@@ -181,7 +300,8 @@ const flagsSchema = z
       .number()
       .int('must be a whole number')
       .min(1, 'must be at least 1')
-      .max(1_000, 'must be at most 1000'),
+      .max(1_000, 'must be at most 1000')
+      .optional(),
     'sql-timeout': z.number().positive('must be positive'),
     'coordination-kubeconfig': z.string(),
     'coordination-namespace': z
@@ -189,6 +309,19 @@ const flagsSchema = z
       .refine((v) => v === '' || DNS_LABEL.test(v), { message: 'must be a namespace name (RFC 1123 label)' }),
     'coordination-qps': z.number().min(0, 'must be at least 0 (0 disables the limit)'),
     'coordination-burst': z.number().int('must be a whole number').min(1, 'must be at least 1'),
+  })
+  .transform((flags, ctx) => {
+    const resolved = resolveStoreBackend(flags);
+    if ('problem' in resolved) {
+      ctx.issues.push({ code: 'custom', path: ['sql-driver'], message: resolved.problem, input: flags });
+      return z.NEVER;
+    }
+    return {
+      ...flags,
+      'store-backend': resolved.backend,
+      'sql-driver': resolved.driver,
+      storeBackendWarning: resolved.warning,
+    };
   })
   .superRefine((flags, ctx) => {
     const backend = flags['store-backend'];
@@ -199,18 +332,30 @@ const flagsSchema = z
         message: `is a ${owner} store flag, but --store-backend is ${backend}`,
       });
     }
-    if (backend === 'postgres') {
+    if (backend === 'sql') {
+      if (flags['sql-driver'] === '')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sql-driver'],
+          message: `is required with --store-backend sql (${SQL_DRIVERS.join(', ')})`,
+        });
       if (flags['sql-dsn'] === '' && flags['sql-dsn-file'] === '')
         ctx.addIssue({
           code: 'custom',
           path: ['sql-dsn'],
-          message: 'or --sql-dsn-file is required with --store-backend postgres',
+          message: 'or --sql-dsn-file is required with --store-backend sql',
         });
       if (flags['sql-dsn'] !== '' && flags['sql-dsn-file'] !== '')
         ctx.addIssue({
           code: 'custom',
           path: ['sql-dsn'],
           message: 'and --sql-dsn-file are mutually exclusive',
+        });
+      if (flags['sql-driver'] === 'sqlite' && (flags['sql-max-conns'] ?? 1) > 1)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sql-max-conns'],
+          message: 'must be 1 with --sql-driver sqlite: SQLite has one writer and the store one connection',
         });
     }
     if (backend === 'k8s' && flags['coordination-namespace'] === '')
@@ -229,12 +374,30 @@ const flagsSchema = z
             ? `is required: the auth mode defaults to static-keys with --store-backend ${backend}`
             : 'is required with --auth-mode static-keys',
       });
-    if (mode === 'none' && flags['api-keys-file'] !== '')
+    if (mode !== 'static-keys' && flags['api-keys-file'] !== '')
       ctx.addIssue({
         code: 'custom',
         path: ['api-keys-file'],
-        message: 'is only used with --auth-mode static-keys (the auth mode is none)',
+        message: `is only used with --auth-mode static-keys (the auth mode is ${mode})`,
       });
+    if (mode === 'oidc') {
+      for (const flag of ['oidc-issuer-url', 'oidc-audience'] as const)
+        if (flags[flag] === '')
+          ctx.addIssue({ code: 'custom', path: [flag], message: 'is required with --auth-mode oidc' });
+      for (const flag of ['oidc-issuer-url', 'oidc-jwks-url'] as const) {
+        const problem = flags[flag] === '' ? undefined : endpointUrlProblem(flags[flag]);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', path: [flag], message: problem });
+      }
+    } else {
+      const given: string[] = OIDC_FLAGS.filter((flag) => flags[flag] !== defaultOf(flag));
+      if (flags['oidc-required-claim'].length > 0) given.push('oidc-required-claim');
+      for (const flag of given)
+        ctx.addIssue({
+          code: 'custom',
+          path: [flag],
+          message: `is only used with --auth-mode oidc (the auth mode is ${mode})`,
+        });
+    }
   });
 
 export type CentralFlags = z.infer<typeof flagsSchema>;
@@ -250,15 +413,19 @@ export function storeConfigOf(flags: CentralFlags): StoreConfig {
   switch (flags['store-backend']) {
     case 'mem':
       return { backend: 'mem' };
-    case 'postgres':
+    case 'sql': {
+      const driver = flags['sql-driver'];
+      if (driver === '') throw new Error('central: --sql-driver is required with --store-backend sql');
       return {
-        backend: 'postgres',
+        backend: 'sql',
+        driver,
         dsn: flags['sql-dsn'],
         dsnFile: flags['sql-dsn-file'],
         migrate: flags['sql-migrate'],
         maxConnections: flags['sql-max-conns'],
         timeoutMs: flags['sql-timeout'],
       };
+    }
     case 'k8s':
       return {
         backend: 'k8s',
@@ -268,6 +435,18 @@ export function storeConfigOf(flags: CentralFlags): StoreConfig {
         burst: flags['coordination-burst'],
       };
   }
+}
+
+/** The OIDC settings the validated flags describe. */
+export function oidcConfigOf(flags: CentralFlags): OidcConfig {
+  return {
+    issuerUrl: flags['oidc-issuer-url'],
+    audience: flags['oidc-audience'],
+    jwksUrl: flags['oidc-jwks-url'],
+    usernameClaim: flags['oidc-username-claim'],
+    tenantClaim: flags['oidc-tenant-claim'],
+    requiredClaims: parseRequiredClaims(flags['oidc-required-claim']),
+  };
 }
 
 /** Validates the parsed flags; throws a one-line UsageError naming the first bad flag. */
@@ -310,7 +489,10 @@ export async function runCentral(flags: FlagValues, options: RunCentralOptions =
     (options.stderr ?? process.stderr).write(`berth-operator: ${err.message}\n`);
     return 2;
   }
-  const logger = options.logger ?? createLogger({ name: 'central', level: config['log-level'] });
+  const logger =
+    options.logger ??
+    createLogger({ name: 'central', level: config['log-level'], format: config['log-format'] });
+  if (config.storeBackendWarning !== undefined) logger.warn(config.storeBackendWarning);
   const [cert, key] = await Promise.all([
     readPem('--tls-cert-file', config['tls-cert-file']),
     readPem('--tls-key-file', config['tls-key-file']),
@@ -323,6 +505,7 @@ export async function runCentral(flags: FlagValues, options: RunCentralOptions =
       tls: { cert, key },
       authMode: effectiveAuthMode(config),
       apiKeysFile: config['api-keys-file'] || undefined,
+      oidc: oidcConfigOf(config),
       metricsAddr: config['metrics-addr'],
       store,
       logger,

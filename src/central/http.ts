@@ -4,7 +4,14 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.ts';
-import { type Authenticator, AuthMessage, authorize, bearerToken, type Identity } from './auth.ts';
+import {
+  type Authenticator,
+  AuthMessage,
+  authorize,
+  bearerToken,
+  type Identity,
+  isUsableIdentity,
+} from './auth.ts';
 import { type LeaseManager, ReleaseConflictError } from './manager.ts';
 import type { CentralMetrics, LeaseOutcome } from './metrics.ts';
 import { decodeBody, MAX_BODY_BYTES, type Operation, validateKey, validateRequest } from './validate.ts';
@@ -156,16 +163,11 @@ export function createCentralHandler(
       try {
         identity = await authenticator.authenticate(token);
       } catch (err) {
-        log.warn({ err }, 'authentication failed');
+        // One line per refused request: the reason tells a bad token from an unreachable issuer.
+        log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'authentication failed');
         identity = undefined;
       }
-      // Fail closed on a missing identity, and on a tenant that could spoof another's holder prefix.
-      if (
-        identity === undefined ||
-        identity === null ||
-        identity.tenant === '' ||
-        identity.tenant.includes('/')
-      ) {
+      if (!isUsableIdentity(identity)) {
         outcome('unauthorized');
         fail(401, AuthMessage.unauthorized, { 'www-authenticate': 'Bearer' });
         return;

@@ -1,25 +1,29 @@
-// Builds the Store `--store-backend` selects: the in-memory store, PostgreSQL (DSN from the flag or a
-// file; table created or verified) or Kubernetes Leases (kubeconfig file, or in-cluster when empty).
+// Builds the Store `--store-backend` selects: the in-memory store, Kubernetes Leases (kubeconfig file,
+// or in-cluster when empty) or SQL (PostgreSQL, MySQL/MariaDB or SQLite; DSN from the flag or a file;
+// table created or verified).
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { describeError, loadKubeConfig, SERVICE_ACCOUNT_DIR } from '../kube/client.ts';
 import type { Logger } from '../observability/logger.ts';
 import { K8sLeaseStore } from './k8sstore.ts';
 import { MemoryStore } from './memstore.ts';
-import { type MigrateMode, openPostgresStore } from './postgres/store.ts';
+import type { SqlDriver } from './sql/dialect.ts';
+import { type MigrateMode, SqlStore } from './sql/store.ts';
 import type { Store } from './store.ts';
 
-export const STORE_BACKENDS = ['mem', 'postgres', 'k8s'] as const;
+export const STORE_BACKENDS = ['mem', 'k8s', 'sql'] as const;
 export type StoreBackend = (typeof STORE_BACKENDS)[number];
 
 export type StoreConfig =
   | { backend: 'mem' }
   | {
-      backend: 'postgres';
+      backend: 'sql';
+      driver: SqlDriver;
       dsn: string;
       dsnFile: string;
       migrate: MigrateMode;
-      maxConnections: number;
+      /** Undefined: the store's default. */
+      maxConnections: number | undefined;
       timeoutMs: number;
     }
   | { backend: 'k8s'; kubeconfig: string; namespace: string; qps: number; burst: number };
@@ -74,8 +78,9 @@ export async function openStore(config: StoreConfig, options: OpenStoreOptions =
   switch (config.backend) {
     case 'mem':
       return new MemoryStore();
-    case 'postgres':
-      return openPostgresStore({
+    case 'sql':
+      return SqlStore.open({
+        driver: config.driver,
         dsn: config.dsnFile !== '' ? await readDsnFile(config.dsnFile) : config.dsn,
         migrate: config.migrate,
         maxConnections: config.maxConnections,

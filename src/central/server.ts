@@ -15,6 +15,7 @@ import { createCentralHandler } from './http.ts';
 import { LeaseManager } from './manager.ts';
 import { MemoryStore } from './memstore.ts';
 import { centralMetrics, instrumentStore } from './metrics.ts';
+import { OidcAuthenticator, type OidcConfig } from './oidc.ts';
 import { CachedProbe } from './readiness.ts';
 import type { Store } from './store.ts';
 
@@ -30,7 +31,9 @@ export interface CentralServerOptions {
   authMode?: AuthMode;
   /** Key file for `static-keys`. */
   apiKeysFile?: string;
-  /** Overrides authMode/apiKeysFile (tests). */
+  /** Issuer and claims for `oidc` (the other modes ignore it). */
+  oidc?: OidcConfig;
+  /** Overrides authMode/apiKeysFile/oidc (tests). */
   authenticator?: Authenticator;
   /** Default: a new MemoryStore. */
   store?: Store;
@@ -63,20 +66,27 @@ export interface CentralServer {
 
 async function buildAuthenticator(
   options: CentralServerOptions,
+  clock: Clock,
   logger: Logger,
-): Promise<{ authenticator: Authenticator | undefined; reload: () => Promise<boolean> }> {
+): Promise<{ authenticator: Authenticator | undefined; reload: () => Promise<boolean>; close: () => void }> {
+  const close = (): void => {};
   if (options.authenticator !== undefined)
-    return { authenticator: options.authenticator, reload: async () => true };
+    return { authenticator: options.authenticator, reload: async () => true, close };
   const mode = options.authMode ?? 'none';
   if (mode === 'none') {
     logger.warn('authentication is disabled (auth mode "none"): any client can take or release any lease');
-    return { authenticator: undefined, reload: async () => true };
+    return { authenticator: undefined, reload: async () => true, close };
+  }
+  if (mode === 'oidc') {
+    if (options.oidc === undefined) throw new Error('auth mode oidc requires the OIDC issuer settings');
+    const oidc = await OidcAuthenticator.start(options.oidc, clock, logger);
+    return { authenticator: oidc, reload: async () => true, close: () => oidc.close() };
   }
   if (!options.apiKeysFile)
     throw new Error('auth mode static-keys requires an API keys file (--api-keys-file)');
   const keys = await StaticKeyAuthenticator.load(options.apiKeysFile, logger);
   logger.info({ path: options.apiKeysFile, keys: keys.size }, 'loaded API keys');
-  return { authenticator: keys, reload: () => keys.reload() };
+  return { authenticator: keys, reload: () => keys.reload(), close };
 }
 
 function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
@@ -102,7 +112,7 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
   const metrics = centralMetrics(registry);
   const bind = parseBindAddress(options.listen ?? '127.0.0.1:0');
   if (bind === undefined) throw new Error(`invalid listen address "${options.listen}": want [host]:port`);
-  const { authenticator, reload } = await buildAuthenticator(options, logger);
+  const auth = await buildAuthenticator(options, clock, logger);
 
   const rawStore: Store = options.store ?? new MemoryStore();
   const store = instrumentStore(rawStore, metrics);
@@ -115,7 +125,7 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
   });
   const handler = createCentralHandler({
     manager,
-    authenticator,
+    authenticator: auth.authenticator,
     ready: () => probe.check(),
     metrics,
     logger,
@@ -133,7 +143,10 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
   });
   server.on('tlsClientError', (err) => logger.debug({ err: err.message }, 'TLS handshake failed'));
 
-  const info = await listen(server, bind.host, bind.port);
+  const info = await listen(server, bind.host, bind.port).catch((err: unknown) => {
+    auth.close();
+    throw err;
+  });
   const url = `${options.tls ? 'https' : 'http'}://${urlHost(info)}:${info.port}`;
 
   let probes: ProbeServer | undefined;
@@ -165,6 +178,7 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
     server.close();
     server.closeAllConnections();
     await probes?.stop();
+    auth.close();
     throw err;
   }
   logger.info(
@@ -189,6 +203,7 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
         server.closeIdleConnections();
       });
       await probes?.stop();
+      auth.close();
       await rawStore.close?.();
       logger.info('central lease API stopped');
     })();
@@ -203,7 +218,7 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
     store,
     collector,
     registry,
-    reloadKeys: reload,
+    reloadKeys: auth.reload,
     stop,
   };
 }

@@ -1,6 +1,6 @@
 // The storage contract of the lease manager (reference/berth-spec.md §3.7): Get, List, Ping and a
 // compare-and-swap Put on the record version. There is no Delete: tokens must never repeat. Every
-// backend (memory, PostgreSQL, Kubernetes Leases) passes test/unit/central/store-conformance.ts.
+// backend (memory, SQL, Kubernetes Leases) passes test/unit/central/store-conformance.ts.
 import type { LeaseKey, LeaseRecord } from './record.ts';
 
 /** A Put whose expected version did not match (or a create of an existing record). */
@@ -12,7 +12,7 @@ export class StoreConflictError extends Error {
 }
 
 export interface Store {
-  /** Short name used in metrics and logs (`mem`, `postgres`, `k8s`). */
+  /** Short name used in metrics and logs, the `--store-backend` value (`mem`, `k8s`, `sql`). */
   readonly backend: string;
   /** Resolves when the backend is reachable. */
   ping(signal?: AbortSignal): Promise<void>;

@@ -1,6 +1,7 @@
-// pino JSON logging. Secrets never reach the output: fields whose names mark them as credentials are
-// replaced, and bearer/basic credentials, JWTs and PEM private keys are masked inside any string
-// (messages, fields, error messages and stacks), because API errors echo headers and bodies verbatim.
+// pino logging: JSON lines, or logfmt lines with `format: 'text'`. Secrets never reach the output:
+// fields whose names mark them as credentials are replaced, and bearer/basic credentials, JWTs and PEM
+// private keys are masked inside any string (messages, fields, error messages and stacks), because API
+// errors echo headers and bodies verbatim.
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 
 export type { Logger } from 'pino';
@@ -8,10 +9,15 @@ export type { Logger } from 'pino';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+export const LOG_FORMATS = ['json', 'text'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 export const REDACTED = '[REDACTED]';
 
 export interface CreateLoggerOptions {
   level?: LogLevel;
+  /** `json` (default) or `text`, see formatTextLine. */
+  format?: LogFormat;
   /** Added to every line as `logger`. */
   name?: string;
   /** Where lines go; defaults to stdout. Tests pass an in-memory stream. */
@@ -160,7 +166,54 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
     // formatters.log; scrubbing the finished line catches every string, whatever path it took.
     hooks: { streamWrite: scrubJsonLine },
   };
-  return options.destination === undefined ? pino(config) : pino(config, options.destination);
+  const destination =
+    options.format === 'text'
+      ? textDestination(options.destination ?? pino.destination(1))
+      : options.destination;
+  return destination === undefined ? pino(config) : pino(config, destination);
+}
+
+// Go's slog text handler quotes a value that is empty or holds a space, '"', '=', a backslash or a
+// non-printable character; JSON string syntax escapes newlines, so a record stays on one line.
+const NEEDS_QUOTES = /[\s"=\\\p{C}]/u;
+
+function textValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text === '' || NEEDS_QUOTES.test(text) ? JSON.stringify(text) : text;
+}
+
+function textFields(key: string, value: unknown): string[] {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return [`${key}=${textValue(value)}`];
+  return Object.entries(value).flatMap(([k, v]) => textFields(`${key}.${k}`, v));
+}
+
+/**
+ * One JSON log line as a logfmt line shaped like Go's slog text handler (`time=… level=INFO msg=…`,
+ * then the fields, nested objects as dotted keys). A line that is not a JSON object passes unchanged.
+ * It formats the line pino has already scrubbed, so redaction holds for both formats.
+ */
+export function formatTextLine(line: string): string {
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return line;
+  }
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return line;
+  const { time, level, msg, ...fields } = entry as Record<string, unknown>;
+  const head = [
+    ...(time === undefined ? [] : [`time=${textValue(time)}`]),
+    ...(level === undefined ? [] : [`level=${textValue(String(level).toUpperCase())}`]),
+    ...(msg === undefined ? [] : [`msg=${textValue(msg)}`]),
+  ];
+  const tail = Object.entries(fields).flatMap(([k, v]) => textFields(k, v));
+  return `${[...head, ...tail].join(' ')}\n`;
+}
+
+/** A pino destination writing every record to `out` as a text line (formatTextLine). */
+export function textDestination(out: DestinationStream): DestinationStream {
+  return { write: (line: string) => out.write(formatTextLine(line)) };
 }
 
 export interface ReconcileLogContext {

@@ -14,8 +14,8 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { K8sLeaseStore } from '../../src/central/k8sstore.ts';
 import { LeaseManager } from '../../src/central/manager.ts';
 import { MemoryStore } from '../../src/central/memstore.ts';
-import { PostgresStore } from '../../src/central/postgres/store.ts';
 import { startCentralServer } from '../../src/central/server.ts';
+import { SqlStore } from '../../src/central/sql/store.ts';
 import type { Store } from '../../src/central/store.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { testPostgres } from '../integration/central/postgres.ts';
@@ -188,11 +188,7 @@ export async function benchCentral(
   if (pg.ok) {
     const schema = await pg.pg.createSchema();
     try {
-      const store = await PostgresStore.open({
-        dsn: pg.pg.dsn,
-        schema: schema.name,
-        maxConnections: concurrency,
-      });
+      const store = await SqlStore.open({ driver: 'postgres', dsn: schema.dsn, maxConnections: concurrency });
       await measure('postgres', await httpTarget(store, concurrency), opts.sizes, concurrency, out, log);
     } finally {
       await schema.drop();

@@ -1,5 +1,6 @@
-// `berth-operator central --store-backend postgres|k8s`: the command opens the store its flags describe,
-// serves leases from it over HTTPS, keeps them across a restart, and refuses to start on a bad schema.
+// `berth-operator central --store-backend sql|k8s`: the command opens the store its flags describe
+// (sql on each --sql-driver), serves leases from it over HTTPS, keeps them across a restart, and refuses
+// to start on a bad schema; the deprecated `--store-backend postgres` still works, with a warning.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,11 +10,13 @@ import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
 import { centralCommand, runCentral } from '../../../src/central/command.ts';
 import { leaseObjectName } from '../../../src/central/k8slease.ts';
 import type { CentralServer } from '../../../src/central/server.ts';
+import { SQL_DRIVERS } from '../../../src/central/sql/dialect.ts';
+import { dsnPassword } from '../../../src/central/sql/dsn.ts';
 import { parseFlags } from '../../../src/cli.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { logSink } from './http-client.ts';
-import { testPostgres } from './postgres.ts';
+import { sqlTestDatabase } from './sql-databases.ts';
 
 let dir: string;
 let ca: Authority;
@@ -64,27 +67,29 @@ async function withCentral(
   expect(await running).toBe(0);
 }
 
-const pgResult = await testPostgres('central command on PostgreSQL');
-if (!pgResult.ok) {
-  describe.skip(`central --store-backend postgres: ${pgResult.reason}`, () => {
-    it('needs PostgreSQL', () => {});
-  });
-} else {
-  const db = pgResult.pg;
+for (const driver of SQL_DRIVERS) {
+  const result = await sqlTestDatabase(driver, `central command on ${driver}`);
+  if (!result.ok) {
+    describe.skip(`central --store-backend sql --sql-driver ${driver}: ${result.reason}`, () => {
+      it(`needs ${driver}`, () => {});
+    });
+    continue;
+  }
+  const db = result.db;
   afterAll(() => db.stop());
 
-  describe('central --store-backend postgres', () => {
-    it('serves leases from PostgreSQL and keeps them (tokens too) across a restart with --sql-migrate off', async () => {
-      const schema = await db.createSchema();
+  describe(`central --store-backend sql --sql-driver ${driver}`, () => {
+    it('serves leases from the database and keeps them (tokens too) across a restart with --sql-migrate off', async () => {
+      const d = await db.create();
       try {
-        const dsnFile = join(dir, 'dsn');
-        await writeFile(dsnFile, `${db.dsn}?options=-c%20search_path%3D${schema.name}\n`, { mode: 0o600 });
+        const dsnFile = join(dir, `dsn-${driver}`);
+        await writeFile(dsnFile, `${d.dsn}\n`, { mode: 0o600 });
         const logs = logSink();
-        const argv = ['--store-backend=postgres', `--sql-dsn-file=${dsnFile}`];
+        const argv = ['--store-backend=sql', `--sql-driver=${driver}`, `--sql-dsn-file=${dsnFile}`];
         await withCentral(
           argv,
           async (client, server) => {
-            expect(server.store.backend).toBe('postgres');
+            expect(server.store.backend).toBe('sql');
             const a = await client.acquire('pipeline', 'ingest', 'cluster-east', 30);
             expect(a).toMatchObject({ acquired: true, fencingToken: 1 });
             await client.release('pipeline', 'ingest', 'cluster-east', 1);
@@ -94,9 +99,10 @@ if (!pgResult.ok) {
           },
           logs,
         );
-        const password = decodeURIComponent(new URL(db.dsn).password);
-        expect(logs.text()).toContain('postgres lease store ready');
-        expect(logs.text()).not.toContain(password);
+        expect(logs.text()).toContain('sql lease store ready');
+        expect(logs.text()).not.toContain('deprecated');
+        const password = dsnPassword(driver, d.dsn);
+        if (password !== undefined) expect(logs.text()).not.toContain(password);
         await withCentral([...argv, '--sql-migrate=off'], async (client) => {
           expect(await client.acquire('pipeline', 'ingest', 'cluster-west', 30)).toMatchObject({
             acquired: false,
@@ -104,36 +110,66 @@ if (!pgResult.ok) {
             fencingToken: 2,
           });
         });
-        const rows = await db.admin.query(
-          `SELECT holder, fencing_token, version FROM ${schema.name}.berth_leases`,
-        );
-        expect(rows.rows).toEqual([{ holder: 'cluster-east', fencing_token: 2, version: '3' }]);
+        const rows = await d.exec('SELECT holder, fencing_token, version FROM berth_leases');
+        expect(rows.map((r) => [r.holder, Number(r.fencing_token), Number(r.version)])).toEqual([
+          ['cluster-east', 2, 3],
+        ]);
       } finally {
-        await schema.drop();
+        await d.drop();
       }
     });
 
     it('refuses to start with --sql-migrate off on a database without the table', async () => {
-      const schema = await db.createSchema();
+      const d = await db.create();
       try {
-        const dsn = `${db.dsn}?options=-c%20search_path%3D${schema.name}`;
         const err = await runCentral(
           parseFlags(centralCommand, [
             ...tls,
-            '--store-backend=postgres',
-            `--sql-dsn=${dsn}`,
+            '--store-backend=sql',
+            `--sql-driver=${driver}`,
+            `--sql-dsn=${d.dsn}`,
             '--sql-migrate=off',
           ]),
           { logger: createLogger({ level: 'silent' }) },
         ).catch((e: Error) => e);
         expect(err).toBeInstanceOf(Error);
         expect((err as Error).message).toMatch(
-          /^postgres store berth@127\.0\.0\.1:\d+\/postgres: table berth_leases does not match the lease schema: table berth_leases does not exist \(--sql-migrate off\)$/,
+          new RegExp(
+            `^${driver} store \\S+: table berth_leases does not match the lease schema: table berth_leases does not exist \\(--sql-migrate off\\)$`,
+          ),
         );
       } finally {
-        await schema.drop();
+        await d.drop();
       }
     });
+
+    if (driver === 'postgres')
+      it('still serves --store-backend postgres (deprecated), logging the replacement once', async () => {
+        const d = await db.create();
+        try {
+          const logs = logSink();
+          await withCentral(
+            ['--store-backend=postgres', `--sql-dsn=${d.dsn}`],
+            async (client, server) => {
+              expect(server.store.backend).toBe('sql');
+              expect(await client.acquire('pipeline', 'ingest', 'cluster-east', 30)).toMatchObject({
+                acquired: true,
+              });
+            },
+            logs,
+          );
+          const warnings = logs
+            .text()
+            .split('\n')
+            .filter((l) => l.includes('deprecated'));
+          expect(warnings).toHaveLength(1);
+          expect(warnings[0]).toContain(
+            '--store-backend postgres is deprecated: use --store-backend sql --sql-driver postgres',
+          );
+        } finally {
+          await d.drop();
+        }
+      });
   });
 }
 

@@ -48,13 +48,24 @@ describe('central flags', () => {
       'tls-key-file': '/k',
       'auth-mode': '',
       'api-keys-file': '',
+      'oidc-issuer-url': '',
+      'oidc-audience': '',
+      'oidc-jwks-url': '',
+      'oidc-username-claim': 'sub',
+      'oidc-tenant-claim': 'sub',
+      'oidc-required-claim': [],
       'metrics-addr': ':8080',
       'log-level': 'info',
+      'log-format': 'json',
+      // Unset, as in the Go server: the legacy rule picks mem, with a deprecation warning.
       'store-backend': 'mem',
+      storeBackendWarning:
+        '--store-backend is not set: using mem because --coordination-namespace is empty; this inference is deprecated, set --store-backend mem',
+      'sql-driver': '',
       'sql-dsn': '',
       'sql-dsn-file': '',
       'sql-migrate': 'auto',
-      'sql-max-conns': 10,
+      'sql-max-conns': undefined,
       'sql-timeout': 5_000,
       'coordination-kubeconfig': '',
       'coordination-namespace': '',
@@ -70,7 +81,7 @@ describe('central flags', () => {
       ['--tls-cert-file', '/c'],
       'central: --tls-key-file is required (the lease API is served over HTTPS only)',
     ],
-    [[...tls, '--auth-mode', 'oidc'], 'central: --auth-mode must be one of: none, static-keys'],
+    [[...tls, '--auth-mode', 'ldap'], 'central: --auth-mode must be one of: none, static-keys, oidc'],
     [
       [...tls, '--auth-mode', 'static-keys'],
       'central: --api-keys-file is required with --auth-mode static-keys',
@@ -83,50 +94,88 @@ describe('central flags', () => {
     [[...tls, '--listen-addr', ''], 'central: --listen-addr want [host]:port, e.g. ":8443"'],
     [[...tls, '--metrics-addr', 'x:y'], 'central: --metrics-addr want [host]:port or empty'],
     [[...tls, '--log-level', 'loud'], 'central: --log-level'],
-    [[...tls, '--store-backend', 'sql'], 'central: --store-backend must be one of: mem, postgres, k8s'],
+    [[...tls, '--store-backend', 'etcd'], 'central: --store-backend must be one of: mem, k8s, sql'],
     [
       [...tls, '--sql-dsn', 'postgres://db/x'],
-      'central: --sql-dsn is a postgres store flag, but --store-backend is mem',
+      'central: --sql-dsn is a sql store flag, but --store-backend is mem',
     ],
     [
-      [...tls, '--sql-migrate', 'off'],
-      'central: --sql-migrate is a postgres store flag, but --store-backend is mem',
+      [...tls, '--store-backend', 'mem', '--sql-migrate', 'off'],
+      'central: --sql-migrate is a sql store flag, but --store-backend is mem',
     ],
     [
-      [...tls, '--sql-timeout', '1s'],
-      'central: --sql-timeout is a postgres store flag, but --store-backend is mem',
+      [...tls, '--store-backend', 'mem', '--sql-timeout', '1s'],
+      'central: --sql-timeout is a sql store flag, but --store-backend is mem',
+    ],
+    [
+      [...tls, '--store-backend', 'mem', '--sql-driver', 'sqlite'],
+      'central: --sql-driver is a sql store flag, but --store-backend is mem',
+    ],
+    [
+      [...tls, '--store-backend', 'mem', '--sql-max-conns', '10'],
+      'central: --sql-max-conns is a sql store flag, but --store-backend is mem',
     ],
     [
       [...tls, '--coordination-qps', '5'],
       'central: --coordination-qps is a k8s store flag, but --store-backend is mem',
     ],
     [
-      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x', '--coordination-namespace', 'leases'],
-      'central: --coordination-namespace is a k8s store flag, but --store-backend is postgres',
+      [
+        ...tls,
+        '--store-backend',
+        'sql',
+        '--sql-driver',
+        'mysql',
+        '--sql-dsn',
+        'x',
+        '--coordination-namespace',
+        'leases',
+      ],
+      'central: --coordination-namespace is a k8s store flag, but --store-backend is sql',
     ],
     [
       [...tls, '--store-backend', 'k8s', '--coordination-namespace', 'leases', '--sql-dsn-file', '/dsn'],
-      'central: --sql-dsn-file is a postgres store flag, but --store-backend is k8s',
+      'central: --sql-dsn-file is a sql store flag, but --store-backend is k8s',
     ],
     [
-      [...tls, '--store-backend', 'postgres', '--api-keys-file', '/keys'],
-      'central: --sql-dsn or --sql-dsn-file is required with --store-backend postgres',
+      [...tls, '--store-backend', 'sql', '--sql-dsn', 'x', '--api-keys-file', '/keys'],
+      'central: --sql-driver is required with --store-backend sql (postgres, mysql, sqlite)',
     ],
     [
-      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x', '--sql-dsn-file', '/dsn'],
+      [...tls, '--store-backend', 'sql', '--sql-driver', 'oracle', '--sql-dsn', 'x'],
+      'central: --sql-driver must be one of: postgres, mysql, sqlite',
+    ],
+    [
+      [...tls, '--store-backend', 'sql', '--sql-driver', 'postgres', '--api-keys-file', '/keys'],
+      'central: --sql-dsn or --sql-dsn-file is required with --store-backend sql',
+    ],
+    [
+      [...tls, '--store-backend', 'sql', '--sql-driver', 'mysql', '--sql-dsn', 'x', '--sql-dsn-file', '/dsn'],
       'central: --sql-dsn and --sql-dsn-file are mutually exclusive',
     ],
     [
-      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x'],
-      'central: --api-keys-file is required: the auth mode defaults to static-keys with --store-backend postgres',
+      [...tls, '--store-backend', 'sql', '--sql-driver', 'sqlite', '--sql-dsn', 'x'],
+      'central: --api-keys-file is required: the auth mode defaults to static-keys with --store-backend sql',
     ],
     [
-      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x', '--sql-migrate', 'maybe'],
+      [...tls, '--store-backend', 'sql', '--sql-driver', 'mysql', '--sql-dsn', 'x', '--sql-migrate', 'maybe'],
       'central: --sql-migrate must be one of: auto, off',
     ],
     [
-      [...tls, '--store-backend', 'postgres', '--sql-max-conns', '0'],
+      [...tls, '--store-backend', 'sql', '--sql-driver', 'mysql', '--sql-max-conns', '0'],
       'central: --sql-max-conns must be at least 1',
+    ],
+    [
+      [...tls, '--store-backend', 'sql', '--sql-driver', 'sqlite', '--sql-dsn', 'x', '--sql-max-conns', '4'],
+      'central: --sql-max-conns must be 1 with --sql-driver sqlite: SQLite has one writer and the store one connection',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--sql-driver', 'mysql', '--sql-dsn', 'x'],
+      'central: --sql-driver mysql contradicts --store-backend postgres (use --store-backend sql)',
+    ],
+    [
+      [...tls, '--store-backend', 'postgres', '--sql-dsn', 'x', '--coordination-namespace', 'leases'],
+      'central: --coordination-namespace is a k8s store flag, but --store-backend is sql',
     ],
     [
       [...tls, '--store-backend', 'k8s', '--api-keys-file', '/keys'],
@@ -163,10 +212,34 @@ describe('central flags', () => {
 
   it('accepts each backend with its own flags, defaulting the auth mode per backend', () => {
     expect(
+      parse([
+        ...tls,
+        '--store-backend=sql',
+        '--sql-driver=sqlite',
+        '--sql-dsn=/var/lib/berth/leases.db',
+        '--sql-max-conns=1',
+        '--api-keys-file=/keys',
+      ]),
+    ).toMatchObject({
+      'store-backend': 'sql',
+      'sql-driver': 'sqlite',
+      'sql-max-conns': 1,
+      'auth-mode': '',
+      storeBackendWarning: undefined,
+    });
+    expect(
       parse([...tls, '--store-backend', 'postgres', '--sql-dsn-file', '/dsn', '--auth-mode', 'none']),
     ).toMatchObject({
-      'store-backend': 'postgres',
+      'store-backend': 'sql',
+      'sql-driver': 'postgres',
       'sql-dsn-file': '/dsn',
+      storeBackendWarning:
+        '--store-backend postgres is deprecated: use --store-backend sql --sql-driver postgres',
+    });
+    expect(parse([...tls, '--coordination-namespace=leases', '--api-keys-file=/keys'])).toMatchObject({
+      'store-backend': 'k8s',
+      storeBackendWarning:
+        '--store-backend is not set: using k8s because --coordination-namespace is set; this inference is deprecated, set --store-backend k8s',
     });
     expect(
       parse([
@@ -196,9 +269,7 @@ describe('central flags', () => {
       { stderr: { write: (s: string) => (err += s) } as unknown as NodeJS.WritableStream },
     );
     expect(code).toBe(2);
-    expect(err).toBe(
-      'berth-operator: central: --sql-dsn is a postgres store flag, but --store-backend is k8s\n',
-    );
+    expect(err).toBe('berth-operator: central: --sql-dsn is a sql store flag, but --store-backend is k8s\n');
   });
 
   it('fails to start with an unreadable certificate', async () => {
@@ -264,10 +335,15 @@ describe('berth-operator central (process)', () => {
       '--tls-key-file',
       '--auth-mode',
       '--api-keys-file',
+      '--oidc-issuer-url <string>',
+      '--oidc-required-claim <string>',
+      '(repeatable)',
+      '--log-format <string>',
+      '(default: json)',
       '--metrics-addr',
       '(default: :8080)',
       '--store-backend <string>',
-      '(default: mem)',
+      '--sql-driver <string>',
       '--sql-dsn-file',
       '--sql-migrate <string>',
       '(default: auto)',

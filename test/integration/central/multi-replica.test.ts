@@ -1,16 +1,17 @@
-// Several central replicas (in-process servers, each with its own store instance) on one PostgreSQL
-// and on one Kubernetes API server, under concurrent acquires, renews, releases and abandons from many
-// holders, with every replica's TTL collector running: at most one holder per key at any instant, no
-// token reuse, no lost grant.
+// Several central replicas (in-process servers, each with its own store instance) on one PostgreSQL,
+// one MariaDB and one Kubernetes API server (SQLite: one replica, its only supported shape), under
+// concurrent acquires, renews, releases and abandons from many holders, with every replica's TTL
+// collector running: at most one holder per key at any instant, no token reuse, no lost grant.
 import { afterAll, describe, expect, it } from 'vitest';
 import { K8sLeaseStore } from '../../../src/central/k8sstore.ts';
-import { PostgresStore } from '../../../src/central/postgres/store.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
+import { SQL_DRIVERS } from '../../../src/central/sql/dialect.ts';
+import { SqlStore } from '../../../src/central/sql/store.ts';
 import type { Store } from '../../../src/central/store.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { type Hold, historyViolations, runContention } from './contention.ts';
-import { testPostgres } from './postgres.ts';
+import { sqlTestDatabase } from './sql-databases.ts';
 
 const REPLICAS = 3;
 const OPTIONS = { holders: 12, keys: 3, minHoldsPerKey: 8, maxDurationMs: 40_000, ttlSeconds: 1 };
@@ -71,28 +72,30 @@ describe('history check', () => {
   });
 });
 
-const pgResult = await testPostgres('multi-replica central on PostgreSQL');
-if (!pgResult.ok) {
-  describe.skip(`multi-replica central on PostgreSQL: ${pgResult.reason}`, () => {
-    it('needs PostgreSQL', () => {});
-  });
-} else {
-  const db = pgResult.pg;
+for (const driver of SQL_DRIVERS) {
+  const result = await sqlTestDatabase(driver, `multi-replica central on ${driver}`);
+  if (!result.ok) {
+    describe.skip(`multi-replica central on ${driver}: ${result.reason}`, () => {
+      it(`needs ${driver}`, () => {});
+    });
+    continue;
+  }
+  const db = result.db;
   afterAll(() => db.stop());
-  describe('multi-replica central on one PostgreSQL', () => {
-    it(`keeps one holder per key across ${REPLICAS} replicas and ${OPTIONS.holders} holders`, {
+  const replicas = driver === 'sqlite' ? 1 : REPLICAS;
+  describe(`multi-replica central on one ${driver} database`, () => {
+    it(`keeps one holder per key across ${replicas} replica${replicas === 1 ? '' : 's'} and ${OPTIONS.holders} holders`, {
       timeout: 60_000,
     }, async () => {
-      const schema = await db.createSchema();
-      const stores = await Promise.all(
-        Array.from({ length: REPLICAS }, () =>
-          PostgresStore.open({ dsn: db.dsn, schema: schema.name, logger: quiet }),
-        ),
-      );
+      const d = await db.create();
+      const stores: SqlStore[] = [];
       try {
+        for (let i = 0; i < replicas; i++)
+          stores.push(await SqlStore.open({ driver, dsn: d.dsn, logger: quiet }));
         expectSafe(await contend(stores));
       } finally {
-        await schema.drop();
+        for (const s of stores) await s.close();
+        await d.drop();
       }
     });
   });

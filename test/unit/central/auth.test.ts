@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   authorize,
   bearerToken,
+  isUsableIdentity,
   parseKeyFile,
   StaticKeyAuthenticator,
   sha256Hex,
@@ -21,6 +22,18 @@ describe('bearerToken', () => {
     expect(bearerToken('bearer abc')).toBeUndefined();
     expect(bearerToken('Basic abc')).toBeUndefined();
     expect(bearerToken('Bearerabc')).toBeUndefined();
+  });
+});
+
+describe('isUsableIdentity', () => {
+  it('fails closed on a missing identity and on an empty or "/"-holding tenant', () => {
+    expect(isUsableIdentity({ holder: 'east', tenant: 'east' })).toBe(true);
+    expect(isUsableIdentity({ holder: 'ops@east', tenant: 'east' })).toBe(true);
+    expect(isUsableIdentity(undefined)).toBe(false);
+    expect(isUsableIdentity(null)).toBe(false);
+    expect(isUsableIdentity({ holder: 'east', tenant: '' })).toBe(false);
+    expect(isUsableIdentity({ holder: 'east', tenant: 'east/evil' })).toBe(false);
+    expect(isUsableIdentity({ holder: 'east', tenant: '/' })).toBe(false);
   });
 });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   childLogger,
   createLogger,
+  formatTextLine,
   isSecretField,
   type LogLevel,
   REDACTED,
@@ -180,5 +181,53 @@ describe('redaction helpers', () => {
       '{"a":"[REDACTED PRIVATE KEY]","b":1}',
     );
     expect(scrubSecrets('nothing here')).toBe('nothing here');
+  });
+});
+
+describe('text format', () => {
+  it('formats a JSON line like Go slog text: time, level, msg, then fields, nested keys dotted', () => {
+    const line = JSON.stringify({
+      level: 'warn',
+      time: '2026-09-07T09:00:00.000Z',
+      logger: 'central',
+      msg: 'OIDC JWKS refresh failed',
+      n: 3,
+      ok: true,
+      none: null,
+      empty: '',
+      url: 'https://issuer.example.com/keys?x=1',
+      err: { type: 'Error', message: 'a "quoted"\nproblem' },
+      tags: ['a', 'b'],
+    });
+    expect(formatTextLine(`${line}\n`)).toBe(
+      'time=2026-09-07T09:00:00.000Z level=WARN msg="OIDC JWKS refresh failed" logger=central n=3 ok=true ' +
+        'none=null empty="" url="https://issuer.example.com/keys?x=1" err.type=Error ' +
+        'err.message="a \\"quoted\\"\\nproblem" tags="[\\"a\\",\\"b\\"]"\n',
+    );
+  });
+
+  it('passes a line that is not a JSON object unchanged', () => {
+    expect(formatTextLine('plain text\n')).toBe('plain text\n');
+    expect(formatTextLine('[1,2]\n')).toBe('[1,2]\n');
+  });
+
+  it('writes one text line per record through createLogger, still redacted', () => {
+    const out: string[] = [];
+    const logger = createLogger({
+      name: 'central',
+      format: 'text',
+      destination: { write: (l: string) => out.push(l) },
+    });
+    logger.info({ authorization: `Bearer ${JWT}`, url: 'https://x' }, 'request\nwith %s', 'token');
+    logger.error({ err: new Error(`failed with ${JWT}`) }, 'boom');
+    expect(out).toHaveLength(2);
+    expect(out[0]).toMatch(
+      /^time=\S+ level=INFO msg="request\\nwith token" logger=central authorization=\[REDACTED\] url=https:\/\/x\n$/,
+    );
+    expect(out[1]).toMatch(
+      / level=ERROR msg=boom .*err\.message="failed with \[REDACTED\]" err\.stack="Error: failed/,
+    );
+    expect(out.join('')).not.toContain(JWT);
+    expect(out.every((l) => l.indexOf('\n') === l.length - 1)).toBe(true);
   });
 });
