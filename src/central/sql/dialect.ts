@@ -3,12 +3,10 @@
 // introspected for the start-up check, and which driver errors mean "the key exists" or "rolled back,
 // retry". The store itself (store.ts) is one implementation over this. Columns and types are the Go
 // server's (docs/central-stores.md has the table per driver).
-import type { ExpectedTable, TableInfo } from './schema.ts';
+import { type ExpectedTable, TABLE, type TableInfo } from './schema.ts';
 
 export const SQL_DRIVERS = ['postgres', 'mysql', 'sqlite'] as const;
 export type SqlDriver = (typeof SQL_DRIVERS)[number];
-
-export const TABLE = 'berth_leases';
 
 export type SqlValue = string | number;
 export type Row = Record<string, unknown>;

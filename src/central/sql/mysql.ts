@@ -4,9 +4,9 @@
 // one). Datetimes come back as text (dateStrings) and are read as UTC by the store; bigints come back
 // as text, never as rounded numbers. Checkout and each query are bounded on the client as well.
 import mysql from 'mysql2/promise';
-import { type PoolOptions, type SqlPool, withTimeout } from './connection.ts';
 import type { Row } from './dialect.ts';
 import { mysqlDsnConfig } from './dsn.ts';
+import { type PoolOptions, type SqlPool, withTimeout } from './session.ts';
 
 export function openMysqlPool(options: PoolOptions): SqlPool {
   const { timeoutMs } = options;

@@ -3,8 +3,8 @@
 // on the client (query_timeout, a second longer so the server's clearer error wins) and a transaction
 // left idle (idle_in_transaction_session_timeout).
 import pg from 'pg';
-import type { PoolOptions, SqlPool } from './connection.ts';
 import { pgDsnConfig } from './dsn.ts';
+import type { PoolOptions, SqlPool } from './session.ts';
 
 export function openPgPool(options: PoolOptions): SqlPool {
   const { timeoutMs } = options;

@@ -1,6 +1,8 @@
 // The start-up check of berth_leases (always after `--sql-migrate auto`, alone with `off`): a pure
 // comparison of what the database reports against what the store needs, naming every mismatch.
-import { TABLE } from './dialect.ts';
+
+/** The Go server's table. */
+export const TABLE = 'berth_leases';
 
 /** One column as introspected, normalised across drivers (SQLite: its type affinity). */
 export interface ColumnInfo {

@@ -9,9 +9,9 @@
 // second central on the same file (or any other process) is refused at its start instead of sharing the
 // database: the single-replica guard. The OS drops the lock when the process dies.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { PoolOptions, SqlPool } from './connection.ts';
 import type { Row, SqlValue } from './dialect.ts';
 import { sqliteDsnConfig } from './dsn.ts';
+import type { PoolOptions, SqlPool } from './session.ts';
 
 const SQLITE_BUSY = 5;
 const SQLITE_LOCKED = 6;

@@ -25,10 +25,11 @@
 import type { Logger } from '../../observability/logger.ts';
 import { cloneRecord, type LeaseKey, type LeaseRecord } from '../record.ts';
 import { type Store, StoreConflictError } from '../store.ts';
-import { openPool, type SqlPool } from './connection.ts';
-import { type Dialect, dialectFor, type Query, type Row, type SqlDriver, TABLE } from './dialect.ts';
+import { openPool } from './connection.ts';
+import { type Dialect, dialectFor, type Query, type Row, type SqlDriver } from './dialect.ts';
 import { describeDsn, dsnPassword } from './dsn.ts';
-import { schemaMismatches, type TableInfo } from './schema.ts';
+import { schemaMismatches, TABLE, type TableInfo } from './schema.ts';
+import type { SqlPool } from './session.ts';
 import { decodeInstant, decodeInteger, decodeText, MAX_INSTANT_MS } from './values.ts';
 
 export type MigrateMode = 'auto' | 'off';
