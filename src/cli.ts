@@ -34,6 +34,8 @@ const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 
 /** Go-style durations (`30s`, `1m30s`, `500ms`) in milliseconds. */
 export function parseDuration(text: string): number {
+  // Go's time.ParseDuration accepts a bare 0 (and only 0) without a unit.
+  if (text === '0') return 0;
   if (!DURATION.test(text))
     throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 1m, 500ms`);
   let total = 0;

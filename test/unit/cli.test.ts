@@ -1,6 +1,6 @@
 // The shared flag parser: repeatable flags (every occurrence kept, in order) next to ordinary ones.
 import { describe, expect, it } from 'vitest';
-import { type CommandSpec, helpText, parseFlags, UsageError } from '../../src/cli.ts';
+import { type CommandSpec, helpText, parseDuration, parseFlags, UsageError } from '../../src/cli.ts';
 
 const spec: CommandSpec = {
   name: 'demo',
@@ -51,5 +51,15 @@ describe('parseFlags: repeatable flags', () => {
       /--claim <string>\s+A key=value \(repeatable\) \(default: \(none\)\) \[env DEMO_CLAIM\]/,
     );
     expect(help).toMatch(/--mode <string>\s+A mode \(default: a\)\n/);
+  });
+});
+
+describe('parseDuration', () => {
+  it('reads Go durations, a bare 0 included, and refuses a number without a unit', () => {
+    expect(parseDuration('0')).toBe(0);
+    expect(parseDuration('1m30s')).toBe(90_000);
+    expect(parseDuration('250ms')).toBe(250);
+    expect(() => parseDuration('5')).toThrow(UsageError);
+    expect(() => parseDuration('-1s')).toThrow(UsageError);
   });
 });
