@@ -20,7 +20,8 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          globalSetup: ['test/setup/controlplane.ts'],
+          // The shared control plane, and Helm for the chart's tests (both built on first use).
+          globalSetup: ['test/setup/controlplane.ts', 'test/setup/helm.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

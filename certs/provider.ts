@@ -5,6 +5,8 @@
 //     (webhooks/registration.ts);
 //   - `files`: `tls.crt`/`tls.key` in `--cert-dir` (cert-manager or any Secret mount), hot-reloaded
 //     (certs/files.ts).
+// The secure metrics server (`--metrics-secure`) uses `files` (`--metrics-cert-dir`) or `ephemeral`, a
+// self-signed pair in memory (certs/ephemeral.ts).
 //
 // Contract:
 //   - `start(signal)` begins loading/issuing and keeps the pair fresh in the background; it never throws
@@ -38,7 +40,7 @@
 // Readiness: `certificateReadinessCheck(provider)` (certs/readiness.ts) fails until a valid pair is loaded
 // and once the served one has expired.
 
-export type CertMode = 'selfsigned' | 'files';
+export type CertMode = 'selfsigned' | 'files' | 'ephemeral';
 
 export interface ServingCertificate {
   /** PEM: the leaf first, then any intermediates. */

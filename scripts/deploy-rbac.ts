@@ -4,11 +4,13 @@
 // so that the manifests and the code cannot disagree. Least privilege: a name is given (resourceNames)
 // wherever Kubernetes can check one; `create` and unnamed list/watch cannot be name-scoped.
 //
-// Three layers, matching the kustomize base and components:
-//   base        every install: BerthLeases, WorkloadAdmission's reads, the registration of the webhook
-//               configurations, leader election
-//   selfsigned  the CA Secret (the cert-manager install mounts cert-manager's Secret instead)
-//   nodeTaint   the node taint guard (opt-in)
+// Four layers, matching the kustomize base and components:
+//   base           every install: BerthLeases, WorkloadAdmission's reads, the registration of the webhook
+//                  configurations, leader election
+//   secureMetrics  `--metrics-secure` (on in every install, in the base too; a chart can leave it out):
+//                  the operator's reviews of each scrape, and the ClusterRole scrapers are bound to
+//   selfsigned     the CA Secret (the cert-manager install mounts cert-manager's Secret instead)
+//   nodeTaint      the node taint guard (opt-in)
 // A rule that an earlier layer (or an earlier rule of the same layer) already grants in full is dropped and
 // listed, so no permission is granted twice and every remaining rule is needed (test/integration/deploy).
 import type {
@@ -21,6 +23,7 @@ import type {
 import { DEFAULT_CA_NAME } from '../certs/issue.ts';
 import { berthLeaseRbacObjects } from '../src/berth/rbac.ts';
 import { RUN_FLAGS } from '../src/config.ts';
+import { METRICS_ACCESS } from '../src/kube/metrics-auth.ts';
 import { nodeTaintRbacObjects } from '../src/nodetaint/rbac.ts';
 import { DEFAULT_CONFIGURATION_NAME } from '../webhooks/configurations.ts';
 import { OWNER_RESOURCES } from '../webhooks/workload.ts';
@@ -33,6 +36,10 @@ export const AGENT_NAMESPACE = 'aether-system';
 export const LEADER_ELECTION_ID = RUN_FLAGS['leader-election-id'].default;
 export const CA_SECRET_NAME = DEFAULT_CA_NAME;
 export const WEBHOOK_CONFIGURATION_NAME = DEFAULT_CONFIGURATION_NAME;
+/** Bound to the operator: the reviews of each scrape. */
+export const METRICS_AUTH_ROLE = 'berth-operator-metrics-auth';
+/** For scrapers to bind (the install binds it to no one). */
+export const METRICS_READER_ROLE = 'berth-operator-metrics-reader';
 
 const RBAC_API = 'rbac.authorization.k8s.io';
 export type RbacObject = V1ClusterRole | V1ClusterRoleBinding | V1Role | V1RoleBinding;
@@ -79,17 +86,24 @@ export function admissionReadRules(): V1PolicyRule[] {
   return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs: ['get'] }));
 }
 
+export interface RbacOptions {
+  /**
+   * `--enable-workload-admission` (default true, as in the installs): the managed-workload path and
+   * WorkloadAdmission's roles. The Helm chart renders both variants (`workloadManagement.enabled`).
+   */
+  workloadAdmission?: boolean;
+}
+
 /** The base layer: the objects every install has. */
-export function baseRbac(): RbacObject[] {
+export function baseRbac({ workloadAdmission = true }: RbacOptions = {}): RbacObject[] {
   const berth = berthLeaseRbacObjects({
     name: APP_NAME,
     serviceAccount: { namespace: OPERATOR_NAMESPACE, name: SERVICE_ACCOUNT },
     labels: labels('berthlease-controller'),
-    // The installs enable WorkloadAdmission, which turns on the managed-workload path.
-    managedWorkloads: true,
+    // WorkloadAdmission turns on the managed-workload path.
+    managedWorkloads: workloadAdmission,
   });
-  return [
-    ...berth,
+  const admission = [
     ...role('berth-operator-admission', 'workload-admission', admissionReadRules()),
     // Named like the configurations it owns: deleting it (uninstalling) deletes them (webhooks/registration.ts).
     ...role(WEBHOOK_CONFIGURATION_NAME, 'workload-admission', webhookRegistrationRules()),
@@ -99,6 +113,10 @@ export function baseRbac(): RbacObject[] {
       [webhookEndpointsRule()],
       OPERATOR_NAMESPACE,
     ),
+  ];
+  return [
+    ...berth,
+    ...(workloadAdmission ? admission : []),
     // src/kube/leader.ts: read, create when absent, renew/take over/release by update, and a candidate's
     // watch of that one Lease (list/watch with fieldSelector metadata.name, authorized by resourceNames).
     ...role(
@@ -155,6 +173,40 @@ export function webhookEndpointsRule(): V1PolicyRule {
   return { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] };
 }
 
+/**
+ * `--metrics-secure` (src/observability/metrics-auth.ts): a TokenReview and a SubjectAccessReview per
+ * scrape not answered from the cache. They are the two rules of the built-in ClusterRole
+ * `system:auth-delegator`, which controller-runtime's scaffold binds; an own role grants no more, and
+ * unlike a binding to a built-in role it is part of the install: its tests see (and prove needed) every
+ * rule, and it cannot grow with what a cluster's version puts into the built-in one.
+ */
+export function metricsAuthRules(): V1PolicyRule[] {
+  return [
+    { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  ];
+}
+
+/** The operator's review rules, in a ClusterRole bound to its service account. */
+export function metricsAuthRbac(): RbacObject[] {
+  return role(METRICS_AUTH_ROLE, 'metrics', metricsAuthRules());
+}
+
+/** What a scraper needs: `get` on the non-resource URL /metrics. Bind it to the scraper's identity. */
+export function metricsReaderRole(): V1ClusterRole {
+  return {
+    apiVersion: `${RBAC_API}/v1`,
+    kind: 'ClusterRole',
+    metadata: { name: METRICS_READER_ROLE, labels: labels('metrics') },
+    rules: [{ nonResourceURLs: [METRICS_ACCESS.path], verbs: [METRICS_ACCESS.verb] }],
+  };
+}
+
+/** The secure-metrics layer: the operator's review rules and the scrapers' reader role. */
+export function secureMetricsRbac(): RbacObject[] {
+  return [...metricsAuthRbac(), metricsReaderRole()];
+}
+
 /** The selfsigned component: the CA Secret (certs/ca-store.ts). */
 export function selfSignedRbac(): RbacObject[] {
   return [...role('berth-operator-webhook-ca', 'webhook-certificates', caSecretRules(), OPERATOR_NAMESPACE)];
@@ -193,8 +245,12 @@ export function ruleCovers(
   return names && all(a.apiGroups, b.apiGroups) && all(a.resources, b.resources) && all(a.verbs, b.verbs);
 }
 
-/** A rule split into single permissions: one group, resource, verb and (if any) name each. */
+/**
+ * A rule split into single permissions: one group, resource, verb and (if any) name each. A non-resource
+ * rule stays whole: ruleCovers never drops one (the reader role's is not even the operator's).
+ */
 function cells(rule: V1PolicyRule): V1PolicyRule[] {
+  if ((rule.nonResourceURLs ?? []).length > 0) return [rule];
   const out: V1PolicyRule[] = [];
   for (const group of rule.apiGroups ?? [])
     for (const resource of rule.resources ?? [])
@@ -220,7 +276,8 @@ const describeRole = (o: RoleObject): string =>
 
 /**
  * `layer` without the rules whose every permission `granted` (earlier layers) or earlier rules of `layer`
- * already grant, and without Roles left empty (and their bindings). All the roles are the operator's.
+ * already grant, and without Roles left empty (and their bindings). The roles are the operator's (the
+ * metrics reader's only rule is a non-resource one, which is never dropped).
  */
 export function withoutGrantedRules(
   layer: RbacObject[],
@@ -267,15 +324,17 @@ export function withoutGrantedRules(
 
 export interface RbacLayers {
   base: { objects: RbacObject[]; dropped: DroppedRule[] };
+  secureMetrics: { objects: RbacObject[]; dropped: DroppedRule[] };
   selfSigned: { objects: RbacObject[]; dropped: DroppedRule[] };
   nodeTaintGuard: { objects: RbacObject[]; dropped: DroppedRule[] };
 }
 
-/** The three layers, each reduced against what the layers it is always combined with grant. */
-export function rbacLayers(): RbacLayers {
-  const base = withoutGrantedRules(baseRbac(), []);
+/** The layers, each reduced against what the layers it is always combined with grant. */
+export function rbacLayers(options: RbacOptions = {}): RbacLayers {
+  const base = withoutGrantedRules(baseRbac(options), []);
   return {
     base,
+    secureMetrics: withoutGrantedRules(secureMetricsRbac(), base.objects),
     selfSigned: withoutGrantedRules(selfSignedRbac(), base.objects),
     nodeTaintGuard: withoutGrantedRules(nodeTaintGuardRbac(), base.objects),
   };

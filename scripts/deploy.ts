@@ -2,7 +2,8 @@
 // from scripts/deploy-rbac.ts (which reads the domain modules' rule data); the webhook configurations are
 // not part of any install, the operator registers them (webhooks/registration.ts) — and (2) renders deploy/install.yaml (self-signed
 // certificates) and deploy/install-cert-manager.yaml with `kubectl kustomize`. test/unit/deploy.test.ts and
-// test/integration/deploy/render.test.ts fail when any of these files is stale.
+// test/integration/deploy/render.test.ts fail when any of these files is stale. The Helm chart's RBAC and
+// CRD templates are generated too (scripts/helm-chart.ts).
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import {
   rbacLayers,
   WEBHOOK_CONFIGURATION_NAME,
 } from './deploy-rbac.ts';
+import { chartSources } from './helm-chart.ts';
 
 export const DEPLOY_DIR = fileURLToPath(new URL('../deploy/', import.meta.url));
 export const WEBHOOK_SERVICE_NAME = 'berth-operator-webhook';
@@ -62,6 +64,13 @@ export function generatedSources(): Map<string, string> {
       ),
     ],
     [
+      'kustomize/base/rbac-metrics.generated.yaml',
+      rbacFile(
+        "scripts/deploy-rbac.ts (--metrics-secure: the reviews of each scrape, the scrapers' reader role)",
+        rbac.secureMetrics,
+      ),
+    ],
+    [
       'kustomize/components/selfsigned/rbac.generated.yaml',
       rbacFile('scripts/deploy-rbac.ts (the CA Secret)', rbac.selfSigned),
     ],
@@ -69,6 +78,8 @@ export function generatedSources(): Map<string, string> {
       'kustomize/components/node-taint-guard/rbac.generated.yaml',
       rbacFile('src/nodetaint/rbac.ts', rbac.nodeTaintGuard),
     ],
+    // The Helm chart's RBAC and CRD, from the same builders.
+    ...chartSources(),
   ]);
 }
 

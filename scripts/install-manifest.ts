@@ -1,5 +1,6 @@
-// The rendered installs read as objects: the manifests, the operator's container, and its environment as
-// the kubelet builds it. Used by the local system (npm start), the deploy tests and the benchmarks.
+// The rendered installs read as objects: the manifests, the operator's container (of the one Deployment,
+// whatever a Helm release names it), and its environment as the kubelet builds it. Used by the local
+// system (npm start), the deploy tests and the benchmarks.
 import { readFile } from 'node:fs/promises';
 import type { V1ConfigMap, V1Container, V1Deployment } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
@@ -31,7 +32,7 @@ export function find<T>(objects: ManifestObject[], kind: string, name?: string):
 }
 
 export function operatorContainer(objects: ManifestObject[]): V1Container {
-  const deployment = find<V1Deployment>(objects, 'Deployment', 'berth-operator');
+  const deployment = find<V1Deployment>(objects, 'Deployment');
   const container = deployment.spec?.template.spec?.containers.find((c) => c.name === 'operator');
   if (container === undefined) throw new Error('the Deployment has no operator container');
   return container;
@@ -61,7 +62,7 @@ export function quantityBytes(quantity: string): number {
  */
 export function containerEnvironment(objects: ManifestObject[]): Record<string, string> {
   const container = operatorContainer(objects);
-  const deployment = find<V1Deployment>(objects, 'Deployment', 'berth-operator');
+  const deployment = find<V1Deployment>(objects, 'Deployment');
   const env: Record<string, string> = {};
   for (const source of container.envFrom ?? []) {
     const name = source.configMapRef?.name;

@@ -1,6 +1,6 @@
 // The `run` flags: one table, from which come the `--help` text (cli.ts), the env-var equivalents and
 // the zod schema that validates them once. Names and defaults mirror the Go operator
-// (reference/berth-spec.md §5.1) and controller-runtime where those exist.
+// (docs/behaviour.md §5.1) and controller-runtime where those exist.
 //
 // To add a flag, add one row: `kind` and `default` drive parsing and `--help` (durations are written
 // Go-style, e.g. '15s', and arrive in milliseconds), `schema` validates the parsed value, and the
@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { FlagKind, FlagSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
 import { JITTER_FACTOR } from './kube/leader.ts';
-import { parseBindAddress } from './observability/health.ts';
+import { parseBindAddress, sameFixedListener } from './observability/health.ts';
 import { LOG_LEVELS } from './observability/logger.ts';
 
 export interface FlagDef {
@@ -117,6 +117,19 @@ export const RUN_FLAGS = {
     help: 'Address of /metrics ("0" disables)',
     schema: bindAddress,
   },
+  // controller-runtime's name and default; the installs turn it on (docs/metrics.md).
+  'metrics-secure': {
+    kind: 'boolean',
+    default: false,
+    help: 'Serve /metrics over HTTPS, each scrape authenticated by a TokenReview of its bearer token and authorized by a SubjectAccessReview (get on /metrics)',
+    schema: z.boolean(),
+  },
+  'metrics-cert-dir': {
+    kind: 'string',
+    default: '',
+    help: 'With --metrics-secure: directory holding tls.crt and tls.key for /metrics, hot-reloaded; when empty, a self-signed certificate generated in memory',
+    schema: z.string(),
+  },
   'graceful-shutdown-timeout': {
     kind: 'duration',
     default: '30s',
@@ -197,6 +210,15 @@ export const runConfigSchema = z
       issue(
         'leader-election-renew-deadline',
         `must be greater than ${JITTER_FACTOR} x --leader-election-retry-period (client-go's jitter)`,
+      );
+    }
+    if (f['metrics-cert-dir'] !== '' && !f['metrics-secure']) {
+      issue('metrics-cert-dir', 'needs --metrics-secure (plain-HTTP metrics use no certificate)');
+    }
+    if (f['metrics-secure'] && sameFixedListener(f['metrics-bind-address'], f['health-probe-bind-address'])) {
+      issue(
+        'metrics-bind-address',
+        'must differ from --health-probe-bind-address with --metrics-secure: the probes stay plain HTTP',
       );
     }
     if (f['drain-window'] >= f['graceful-shutdown-timeout']) {

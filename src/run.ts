@@ -31,8 +31,10 @@ import { EventRecorder, eventSinkFor } from './kube/events.ts';
 import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
 import { type LifecycleEvent, Manager } from './kube/manager.ts';
 import { NodeTaintGuard, nodeTaintFlags } from './nodetaint/index.ts';
+import { parseBindAddress } from './observability/health.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createRegistry } from './observability/metrics.ts';
+import { secureMetrics } from './secure-metrics.ts';
 
 export const runCommand: CommandSpec = {
   name: 'run',
@@ -81,17 +83,23 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
         registry,
       })
     : undefined;
+  const secure =
+    config.metricsSecure && parseBindAddress(config.metricsBindAddress) !== undefined
+      ? secureMetrics({ certDir: config.metricsCertDir, kubeConfig: deps.kubeConfig, logger })
+      : undefined;
   const manager = new Manager({
     logger,
     registry,
     healthProbeBindAddress: config.healthProbeBindAddress,
     metricsBindAddress: config.metricsBindAddress,
+    ...(secure ? { metricsSecurity: secure.security } : {}),
     gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
     drainWindowMs: config.drainWindow,
     handOverWaitMs: config.handOverWait,
     ...(elector ? { elector } : {}),
     ...(deps.onLifecycle ? { onEvent: deps.onLifecycle } : {}),
   });
+  if (secure) manager.add(secure.runnable);
   const transport = new KubeTransport(deps.kubeConfig);
   const recorder = new EventRecorder({
     sink: eventSinkFor(deps.kubeConfig),
@@ -329,6 +337,7 @@ export async function runOperator(flags: FlagValues, io: RunIO = defaultIO()): P
       namespace,
       leaderElect: config.leaderElect,
       leaderElectionId: config.leaderElect ? config.leaderElectionId : undefined,
+      metricsSecure: config.metricsSecure,
       cluster: kubeConfig.getCurrentCluster()?.server,
     },
     'starting berth-operator',

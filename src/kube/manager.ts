@@ -24,6 +24,7 @@ import type { Registry } from 'prom-client';
 import {
   type BoundAddress,
   createToggleCheck,
+  type MetricsSecurity,
   ProbeServer,
   type ToggleCheck,
 } from '../observability/health.ts';
@@ -113,6 +114,8 @@ export interface ManagerOptions {
   healthProbeBindAddress: string;
   /** `--metrics-bind-address` (`0` disables). */
   metricsBindAddress: string;
+  /** `--metrics-secure`: HTTPS and an authorization per scrape (src/secure-metrics.ts). */
+  metricsSecurity?: MetricsSecurity;
   gracefulShutdownTimeoutMs: number;
   drainWindowMs: number;
   /** Leader election; when absent, leader-only runnables start as soon as the replica is ready. */
@@ -188,6 +191,7 @@ export class Manager {
     this.probes = new ProbeServer({
       healthProbeBindAddress: options.healthProbeBindAddress,
       metricsBindAddress: options.metricsBindAddress,
+      ...(options.metricsSecurity ? { metricsSecurity: options.metricsSecurity } : {}),
       registry: options.registry,
       logger: options.logger,
       clock: this.#clock,

@@ -1,8 +1,16 @@
-// Health probes and metrics over plain HTTP, like controller-runtime's probe and metrics servers:
-// /healthz and /livez (liveness), /readyz (readiness), each with /<endpoint>/<check>, `?verbose` and
-// `?exclude=<check>`, and /metrics from the registry. Probes run on every replica, so checks must be
-// cheap: report cached state, do not call the API server.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+// Health probes and metrics, like controller-runtime's probe and metrics servers: /healthz and /livez
+// (liveness), /readyz (readiness), each with /<endpoint>/<check>, `?verbose` and `?exclude=<check>`, over
+// plain HTTP, and /metrics from the registry, over plain HTTP too unless `--metrics-secure` gives it
+// HTTPS and an authorization per scrape (MetricsSecurity; docs/metrics.md). Probes run on every replica,
+// so checks must be cheap: report cached state, do not call the API server.
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { type Clock, realClock, type Timer } from '../kube/clock.ts';
@@ -98,6 +106,20 @@ export function parseBindAddress(address: string): BindAddress | undefined {
   return { host: match[1] ?? match[2] ?? '', port };
 }
 
+/**
+ * Whether two bind addresses name one fixed listener (`:8080` and `0.0.0.0:8080` do; port 0 never does:
+ * each bind gets a free port). False when either is disabled or invalid.
+ */
+export function sameFixedListener(a: string, b: string): boolean {
+  try {
+    const x = parseBindAddress(a);
+    const y = parseBindAddress(b);
+    return x !== undefined && y !== undefined && x.port !== 0 && sameAddress(x, y);
+  } catch {
+    return false;
+  }
+}
+
 export interface BoundAddress {
   address: string;
   port: number;
@@ -106,14 +128,31 @@ export interface BoundAddress {
   url: string;
 }
 
+/** What a secure metrics listener answers instead of the metrics (src/kube/metrics-auth.ts decides). */
+export interface ScrapeRefusal {
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** `--metrics-secure`: /metrics over HTTPS, every scrape authorized (built by src/secure-metrics.ts). */
+export interface MetricsSecurity {
+  /** The HTTPS server of the metrics listener; its certificate, and reloading it, are the creator's. */
+  createServer(listener: RequestListener): HttpsServer;
+  /** The refusal to send for a scrape with this Authorization header; undefined to serve the metrics. */
+  authorize(authorization: string | undefined): Promise<ScrapeRefusal | undefined>;
+}
+
 export interface ProbeServerOptions {
   /** `--health-probe-bind-address`, default `:8081`; `0` disables. */
   healthProbeBindAddress?: string;
   /**
    * `--metrics-bind-address`, default `:8080`; `0` disables. An address equal to the probe address
-   * (`127.0.0.1:0` twice included) shares one listener serving both.
+   * (`127.0.0.1:0` twice included) shares one listener serving both, unless metrics are secure: the
+   * probes stay plain HTTP (the kubelet's httpGet), so metrics then always get a listener of their own.
    */
   metricsBindAddress?: string;
+  metricsSecurity?: MetricsSecurity;
   registry: Registry;
   logger?: Logger;
   /** A check slower than this fails (default 5 s): a hung check must not hang the kubelet's probe. */
@@ -127,7 +166,7 @@ export class ProbeServer {
   readonly #checks: Record<Endpoint, Map<string, HealthCheck>>;
   readonly #options: ProbeServerOptions;
   readonly #clock: Clock;
-  #servers: Server[] = [];
+  #servers: Array<Server | HttpsServer> = [];
 
   constructor(options: ProbeServerOptions) {
     this.#options = options;
@@ -172,10 +211,14 @@ export class ProbeServer {
     if (this.#servers.length > 0) throw new Error('probe server already started');
     const health = parseBindAddress(this.#options.healthProbeBindAddress ?? ':8081');
     const metrics = parseBindAddress(this.#options.metricsBindAddress ?? ':8080');
-    const shared = health !== undefined && metrics !== undefined && sameAddress(health, metrics);
+    const secure = this.#options.metricsSecurity;
+    const shared =
+      secure === undefined && health !== undefined && metrics !== undefined && sameAddress(health, metrics);
     try {
       const healthBound = health && (await this.#listen(health, shared ? ['health', 'metrics'] : ['health']));
-      const metricsBound = shared ? healthBound : metrics && (await this.#listen(metrics, ['metrics']));
+      const metricsBound = shared
+        ? healthBound
+        : metrics && (await this.#listen(metrics, ['metrics'], secure));
       return { health: healthBound, metrics: metricsBound };
     } catch (err) {
       await this.stop();
@@ -225,14 +268,15 @@ export class ProbeServer {
     }
   }
 
-  #listen(bind: BindAddress, routes: Route[]): Promise<BoundAddress> {
-    const server = createServer((req, res) => {
+  #listen(bind: BindAddress, routes: Route[], secure?: MetricsSecurity): Promise<BoundAddress> {
+    const listener: RequestListener = (req, res) => {
       this.#handle(req, res, routes).catch((err: unknown) => {
         this.#options.logger?.error({ err }, 'probe server request failed');
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
         res.end('internal server error\n');
       });
-    });
+    };
+    const server = secure === undefined ? createServer(listener) : secure.createServer(listener);
     this.#servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -246,7 +290,7 @@ export class ProbeServer {
           address: info.address,
           port: info.port,
           family: info.family,
-          url: `http://${urlHost}:${info.port}`,
+          url: `${secure === undefined ? 'http' : 'https'}://${urlHost}:${info.port}`,
         });
       });
     });
@@ -260,6 +304,11 @@ export class ProbeServer {
     }
     const [first, name, ...rest] = url.pathname.split('/').filter((part) => part !== '');
     if (routes.includes('metrics') && first === 'metrics' && name === undefined) {
+      const refusal = await this.#options.metricsSecurity?.authorize(req.headers.authorization);
+      if (refusal !== undefined) {
+        send(res, refusal.status, refusal.body, refusal.headers);
+        return;
+      }
       const body = await this.#options.registry.metrics();
       send(res, 200, body, { 'content-type': this.#options.registry.contentType });
       return;

@@ -38,6 +38,8 @@ describe('run configuration', () => {
       leaderElectionReleaseOnCancel: true,
       healthProbeBindAddress: ':8081',
       metricsBindAddress: ':8080',
+      metricsSecure: false,
+      metricsCertDir: '',
       gracefulShutdownTimeout: 30_000,
       drainWindow: 5_000,
       handOverWait: 6_000,
@@ -108,12 +110,53 @@ describe('run configuration', () => {
       ],
       [['--drain-window', '30s'], /for --drain-window: must be shorter than --graceful-shutdown-timeout/],
       [['--graceful-shutdown-timeout', '0s'], /for --graceful-shutdown-timeout: must be greater than zero/],
+      [
+        ['--metrics-cert-dir', '/certs'],
+        /^invalid value "\/certs" for --metrics-cert-dir: needs --metrics-secure/,
+      ],
+      [
+        ['--metrics-secure', '--metrics-bind-address', ':8081'],
+        /for --metrics-bind-address: must differ from --health-probe-bind-address with --metrics-secure/,
+      ],
+      [
+        [
+          '--metrics-secure',
+          '--metrics-bind-address',
+          '0.0.0.0:9000',
+          '--health-probe-bind-address',
+          ':9000',
+        ],
+        /for --metrics-bind-address: must differ/,
+      ],
+      [
+        ['--metrics-secure', '--metrics-bind-address', 'nowhere'],
+        /for --metrics-bind-address: want \[host\]:port/,
+      ],
     ];
     for (const [argv, pattern] of cases) {
       const err = usageError(() => load(argv));
       expect(err.message, argv.join(' ')).toMatch(pattern);
       expect(err.message).not.toContain('\n');
     }
+  });
+});
+
+describe('secure metrics flags', () => {
+  it('take a certificate directory only with --metrics-secure, and free ports on a shared address', () => {
+    expect(load(['--metrics-secure', '--metrics-cert-dir', '/certs'])).toMatchObject({
+      metricsSecure: true,
+      metricsCertDir: '/certs',
+    });
+    expect(load([], { BERTH_METRICS_SECURE: 'true' }).metricsSecure).toBe(true);
+    // Port 0 twice is two free ports: the secure metrics listener is never the probes' one.
+    const free = [
+      '--metrics-secure',
+      '--metrics-bind-address=127.0.0.1:0',
+      '--health-probe-bind-address=127.0.0.1:0',
+    ];
+    expect(load(free).metricsSecure).toBe(true);
+    // Plain-HTTP metrics may share the probes' listener, as before.
+    expect(load(['--metrics-bind-address', ':8081']).metricsBindAddress).toBe(':8081');
   });
 });
 

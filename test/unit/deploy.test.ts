@@ -17,6 +17,9 @@ import {
   AGENT_NAMESPACE,
   CA_SECRET_NAME,
   LEADER_ELECTION_ID,
+  METRICS_AUTH_ROLE,
+  METRICS_READER_ROLE,
+  metricsAuthRules,
   nodeTaintGuardRbac,
   OPERATOR_NAMESPACE,
   type RbacObject,
@@ -92,7 +95,11 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
 
   it('holds exactly the RBAC of its layers', async () => {
     const layers = rbacLayers();
-    const want = [...layers.base.objects, ...(mode === 'selfsigned' ? layers.selfSigned.objects : [])];
+    const want = [
+      ...layers.base.objects,
+      ...layers.secureMetrics.objects,
+      ...(mode === 'selfsigned' ? layers.selfSigned.objects : []),
+    ];
     expect(rbacObjects(await install(file)).sort(byId)).toEqual([...want].sort(byId));
   });
 
@@ -135,6 +142,9 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
     expect(features.certs.certMode).toBe(mode === 'selfsigned' ? 'selfsigned' : 'files');
     expect(features.certs.certCaSecretName).toBe(CA_SECRET_NAME);
     expect(features.nodeTaint.enabled).toBe(false);
+    // Metrics over HTTPS with a certificate generated in memory, each scrape authorized.
+    expect(config.metricsSecure).toBe(true);
+    expect(config.metricsCertDir).toBe('');
     expect(pod.spec?.serviceAccountName).toBe(SERVICE_ACCOUNT);
     expect(container.env?.find((e) => e.name === 'POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath).toBe(
       'metadata.namespace',
@@ -153,6 +163,11 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
       { name: 'https', port: WEBHOOK_PARAMS.servicePort ?? 443, targetPort: 'webhook', protocol: 'TCP' },
     ]);
     expect(service.spec?.selector).toEqual(pod.metadata?.labels);
+    const metrics = find<V1Service>(objects, 'Service', 'berth-operator-metrics');
+    expect(metrics.spec?.ports).toEqual([
+      { name: 'https', port: port('metrics'), targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+    expect(metrics.spec?.selector).toEqual(pod.metadata?.labels);
     // The image is this version of the project.
     const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
       version: string;
@@ -276,6 +291,7 @@ describe('RBAC', () => {
   const layers = rbacLayers();
   const all: RbacObject[] = [
     ...layers.base.objects,
+    ...layers.secureMetrics.objects,
     ...layers.selfSigned.objects,
     ...layers.nodeTaintGuard.objects,
   ];
@@ -325,6 +341,22 @@ describe('RBAC', () => {
     named('validatingwebhookconfigurations', WEBHOOK_CONFIGURATION_NAME);
   });
 
+  it('lets the operator review scrapes, and scrapers bind a reader role granted to no one', () => {
+    const reviews = granted.filter((g) => g.role === `ClusterRole/${METRICS_AUTH_ROLE}`);
+    expect(reviews.map((g) => g.rule)).toEqual(metricsAuthRules());
+    for (const g of reviews) expect(g.namespace).toBeUndefined();
+    expect(rulesOn('tokenreviews').map((g) => g.role)).toEqual([`ClusterRole/${METRICS_AUTH_ROLE}`]);
+    const reader = all.find((o) => o.kind === 'ClusterRole' && o.metadata?.name === METRICS_READER_ROLE);
+    expect((reader as { rules?: V1PolicyRule[] } | undefined)?.rules).toEqual([
+      { nonResourceURLs: ['/metrics'], verbs: ['get'] },
+    ]);
+    const bindings = all.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
+    expect(
+      bindings.filter((b) => (b as { roleRef: { name: string } }).roleRef.name === METRICS_READER_ROLE),
+    ).toEqual([]);
+    expect(layers.secureMetrics.dropped).toEqual([]);
+  });
+
   it('lets the guard read Pods in the agent namespace only, and nothing else touch Nodes', () => {
     // The guard's own grant, before layering (the managed-workload path may grant Pods cluster-wide).
     const guard = operatorRules(nodeTaintGuardRbac() as unknown as ManifestObject[]);
@@ -369,6 +401,7 @@ describe('RBAC', () => {
     const files = generatedSources();
     const fileOf = {
       base: 'kustomize/base/rbac.generated.yaml',
+      secureMetrics: 'kustomize/base/rbac-metrics.generated.yaml',
       selfSigned: 'kustomize/components/selfsigned/rbac.generated.yaml',
       nodeTaintGuard: 'kustomize/components/node-taint-guard/rbac.generated.yaml',
     } as const;

@@ -28,6 +28,7 @@ import {
   podTemplate,
   type Scenario,
   type ScenarioContext,
+  secureMetrics,
   trusting,
   waitFor,
   withCentral,
@@ -163,6 +164,7 @@ export const managedWorkloads: Scenario = {
 /** Every scenario, in the order the RBAC test runs them. */
 export const SCENARIOS: readonly Scenario[] = [
   leaderElection,
+  secureMetrics,
   berthLease,
   nodeTaintGuard,
   admission,

@@ -5,16 +5,19 @@
 // reconciliation, the start-up check of the webhook configurations, the owner-chain reads on the samples),
 // and the replacement of an unusable CA Secret (the managed-workload scenario is in ./managed.ts). The
 // cluster's own controllers, scheduler and KWOK act on what the scenarios create. Each scenario can be
-// aborted (the RBAC minimality test stops it at the first 403); it always stops its operator.
+// aborted (the RBAC minimality test stops it at the first 403); it always stops its operator. The secure
+// metrics scenario scrapes the operator as a ServiceAccount bound to the install's metrics-reader role.
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
+  AuthorizationV1Api,
   BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   EventsV1Api,
   type KubeConfig,
+  RbacAuthorizationV1Api,
   type V1ObjectMeta,
   type V1OwnerReference,
   type V1Pod,
@@ -24,6 +27,7 @@ import {
   AGENT_NAMESPACE,
   CA_SECRET_NAME,
   LEADER_ELECTION_ID,
+  METRICS_READER_ROLE,
   OPERATOR_NAMESPACE,
   SERVICE_ACCOUNT,
   WEBHOOK_CONFIGURATION_NAME,
@@ -43,6 +47,7 @@ import { apiFailure, apiOutcome, mergePatch } from '../../helpers/api.ts';
 import type { ApiProxy } from '../../helpers/api-proxy.ts';
 import type { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { scrape } from '../../helpers/scrape.ts';
 import { kubectlOk } from './install.ts';
 import { type RunningOperator, startOperator } from './operator.ts';
 
@@ -232,6 +237,66 @@ export const nodeTaintGuard: Scenario = {
       await waitFor(ctx, 'the re-arm Event patched into a series', async () =>
         [...(await seriesCount())].some(([name, count]) => !before.has(name) && count >= 2),
       );
+    });
+  },
+};
+
+/** A scraper's identity bound (as the admin) to the install's reader role, once the authorizer sees it. */
+async function metricsScraper(ctx: ScenarioContext): Promise<{ username: string; token: string }> {
+  const scraper = await ctx.t.serviceAccount('monitoring', 'prometheus');
+  const rbac = ctx.t.kc.makeApiClient(RbacAuthorizationV1Api);
+  const name = 'berth-operator-metrics-reader-prometheus';
+  const outcome = await apiOutcome(
+    rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: METRICS_READER_ROLE },
+        subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }],
+      },
+    }),
+  );
+  if (outcome.code !== 200 && outcome.code !== 409) throw new Error(`binding: ${outcome.message}`);
+  // Before the first scrape: a denial would be cached for 30 s.
+  const authorization = ctx.t.kc.makeApiClient(AuthorizationV1Api);
+  await waitFor(ctx, 'the reader binding in effect', async () => {
+    const review = await authorization.createSubjectAccessReview({
+      body: {
+        spec: {
+          user: scraper.username,
+          groups: scraper.groups,
+          nonResourceAttributes: { path: '/metrics', verb: 'get' },
+        },
+      },
+    });
+    return review.status?.allowed === true;
+  });
+  return scraper;
+}
+
+/**
+ * The install's secure metrics: the operator serves /metrics over HTTPS with a certificate of its own and
+ * reviews the scraper's token (TokenReview) and access (SubjectAccessReview).
+ */
+export const secureMetrics: Scenario = {
+  name: 'secure-metrics',
+  async run(ctx) {
+    const scraper = await metricsScraper(ctx);
+    const env = { ...ONLY_LEADER, BERTH_METRICS_BIND_ADDRESS: '127.0.0.1:0' };
+    await withOperator(ctx, env, async (op) => {
+      const at = await waitFor(ctx, 'the metrics listener', () => op.manager.addresses?.metrics);
+      let last = '';
+      // Until the certificate is generated, handshakes fail.
+      const served = await waitFor(ctx, 'a scrape served', async () => {
+        const res = await scrape(at, scraper.token);
+        last = `${res.status} ${res.body.slice(0, 200)}`;
+        return res.status === 200 ? res : undefined;
+      }).catch((err: unknown) => {
+        throw err instanceof Aborted ? err : new Error(`${String(err)}; last answer: ${last}`);
+      });
+      if (!served.body.includes('leader_election_master_status'))
+        throw new Error('the scrape did not return the metrics');
+      const anonymous = await scrape(at);
+      if (anonymous.status !== 401) throw new Error(`a scrape without a token got ${anonymous.status}`);
     });
   },
 };

@@ -4,15 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import {
-  acquireLock,
-  cacheKey,
-  cacheRoot,
-  pinnedVersions,
-  refusedModule,
-} from '../../../hack/controlplane/build.ts';
+import { cacheKey, cacheRoot, pinnedVersions } from '../../../hack/controlplane/build.ts';
 import { kubeconfigYaml } from '../../../hack/controlplane/controlplane.ts';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
+import { acquireLock, refusedModule } from '../../../hack/gobuild.ts';
 
 describe('the control-plane build', () => {
   it('reads the pinned versions from the Go modules', () => {
@@ -71,9 +66,7 @@ describe('the build lock', () => {
       });
       await new Promise((r) => setTimeout(r, 50));
       expect(secondHeld).toBe(false);
-      expect(lines).toEqual([
-        expect.stringMatching(/^controlplane: waiting for the build running in process \d+/),
-      ]);
+      expect(lines).toEqual([expect.stringMatching(/^waiting for the build running in process \d+/)]);
       first();
       (await second)();
       expect(secondHeld).toBe(true);
@@ -90,7 +83,7 @@ describe('the build lock', () => {
       writeFileSync(join(dir, 'key.lock', 'pid'), String(dead));
       const lines: string[] = [];
       const release = await acquireLock(join(dir, 'key.lock'), (l) => lines.push(l));
-      expect(lines).toEqual([`controlplane: removing the stale build lock of process ${dead}`]);
+      expect(lines).toEqual([`removing the stale build lock of process ${dead}`]);
       release();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,16 +1,20 @@
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { generateCa, issueLeaf } from '../../../certs/issue.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import {
   createToggleCheck,
   formatAggregate,
+  type MetricsSecurity,
   ProbeServer,
   type ProbeServerOptions,
   parseBindAddress,
   sanitizeReason,
 } from '../../../src/observability/health.ts';
 import { createRegistry, getOrCreateCounter } from '../../../src/observability/metrics.ts';
+import { scrape } from '../../helpers/scrape.ts';
 
 const LOCAL = '127.0.0.1:0';
 const started: ProbeServer[] = [];
@@ -249,5 +253,52 @@ describe('ProbeServer over HTTP', () => {
     expect((await get(health?.url, '/healthz')).status).toBe(200);
     await server.stop();
     await expect(fetch(`${health?.url}/healthz`)).rejects.toThrow();
+  });
+});
+
+describe('ProbeServer with secure metrics', () => {
+  async function security(): Promise<{ security: MetricsSecurity; headers: (string | undefined)[] }> {
+    const now = Date.now();
+    const ca = await generateCa({ now, validityMs: 3_600_000 });
+    const leaf = await issueLeaf(ca, { now, validityMs: 3_600_000, dnsNames: ['localhost'] });
+    const headers: (string | undefined)[] = [];
+    return {
+      headers,
+      security: {
+        createServer: (listener) => createHttpsServer({ cert: leaf.cert, key: leaf.key }, listener),
+        authorize: async (authorization) => {
+          headers.push(authorization);
+          return authorization === 'Bearer good'
+            ? undefined
+            : { status: 401, body: 'Unauthorized: no\n', headers: { 'www-authenticate': 'Bearer' } };
+        },
+      },
+    };
+  }
+
+  it('serves metrics over HTTPS on a listener of their own, probes staying plain HTTP', async () => {
+    const registry = createRegistry({ defaultMetrics: false });
+    getOrCreateCounter(registry, { name: 'berth_probe_test_total', help: 'test' }).inc(2);
+    const secure = await security();
+    // The same address twice (free ports) shares one listener only when metrics are plain.
+    const { health, metrics } = await start({ registry, metricsSecurity: secure.security });
+    expect(health?.url).toMatch(/^http:\/\//);
+    expect(metrics?.url).toMatch(/^https:\/\//);
+    expect(metrics?.port).not.toBe(health?.port);
+    expect((await get(health?.url, '/healthz')).status).toBe(200);
+    expect((await get(health?.url, '/readyz')).status).toBe(200);
+    expect((await get(health?.url, '/metrics')).status).toBe(404);
+    const at = `127.0.0.1:${metrics?.port}`;
+    const served = await scrape(at, 'good');
+    expect(served.status).toBe(200);
+    expect(served.body).toContain('berth_probe_test_total 2');
+    expect((await scrape(at, 'good', '/healthz')).status).toBe(404);
+    // The authorizer's refusal is the answer, headers included.
+    const refused = await scrape(at);
+    expect(refused.status).toBe(401);
+    expect(refused.body).toBe('Unauthorized: no\n');
+    expect(refused.headers['www-authenticate']).toBe('Bearer');
+    expect(refused.body).not.toContain('berth_probe_test_total');
+    expect(secure.headers).toEqual(['Bearer good', undefined]);
   });
 });

@@ -1,0 +1,101 @@
+// A serving certificate that lives in memory only, as controller-runtime's metrics server generates one
+// when it is given no certificate directory: a CA of its own signs a leaf, both new on every start and
+// renewed at 2/3 of their life. Nothing outside the process trusts (or can trust) it, so clients either
+// skip verification or are given a certificate directory instead (`--metrics-cert-dir`, certs/files.ts).
+import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
+import type { Logger } from '../src/observability/logger.ts';
+import { CertificateHolder } from './holder.ts';
+import { generateCa, issueLeaf } from './issue.ts';
+import type { CertificateListener, CertificateProvider, ServingCertificate } from './provider.ts';
+import { renewalTime } from './timing.ts';
+
+/** As the webhook leaves (`--cert-leaf-validity`): the key never leaves the process anyway. */
+export const EPHEMERAL_VALIDITY_MS = 7 * 86_400_000;
+const RETRY_MS = 60_000;
+
+export interface EphemeralProviderOptions {
+  /** The leaf's DNS names; the first is its CN. */
+  dnsNames: readonly string[];
+  /** Subject CN prefix of the CA. */
+  caName: string;
+  validityMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export class EphemeralCertificateProvider implements CertificateProvider {
+  readonly mode = 'ephemeral' as const;
+  readonly #o: EphemeralProviderOptions;
+  readonly #clock: Clock;
+  readonly #log: Logger | undefined;
+  readonly #holder: CertificateHolder;
+  #timer: Timer | undefined;
+  #issuing: Promise<void> | undefined;
+  #started = false;
+  #stopped = false;
+
+  constructor(options: EphemeralProviderOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? realClock;
+    this.#log = options.logger?.child({ component: 'certificates', certMode: 'ephemeral' });
+    this.#holder = new CertificateHolder(this.#log);
+  }
+
+  /** Issues the first pair and keeps renewing it. Never throws (a failure is logged and retried). */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    if (signal?.aborted) return this.stop();
+    signal?.addEventListener('abort', () => void this.stop(), { once: true });
+    await this.#issue();
+  }
+
+  current(): ServingCertificate | undefined {
+    return this.#holder.current();
+  }
+
+  waitForCertificate(signal?: AbortSignal): Promise<void> {
+    return this.#holder.waitFor(signal);
+  }
+
+  onChange(listener: CertificateListener): () => void {
+    return this.#holder.onChange(listener);
+  }
+
+  expiry(): Date | undefined {
+    return this.#holder.expiry();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#clock.clearTimeout(this.#timer);
+    await this.#issuing;
+  }
+
+  #issue(): Promise<void> {
+    this.#issuing = (async () => {
+      if (this.#stopped) return;
+      const now = this.#clock.now();
+      const validityMs = this.#o.validityMs ?? EPHEMERAL_VALIDITY_MS;
+      let next = now + RETRY_MS;
+      try {
+        const ca = await generateCa({ now, validityMs, name: this.#o.caName });
+        const leaf = await issueLeaf(ca, { now, validityMs, dnsNames: this.#o.dnsNames });
+        this.#holder.set({ cert: leaf.cert, key: leaf.key, ca: ca.cert }, leaf.info.notAfter);
+        next = renewalTime(leaf.info);
+        this.#log?.info(
+          { dnsNames: leaf.info.dnsNames, notAfter: leaf.info.notAfter.toISOString() },
+          'generated a self-signed serving certificate in memory',
+        );
+      } catch (err) {
+        this.#log?.error(
+          { err: err instanceof Error ? err.message : String(err) },
+          'cannot generate the self-signed serving certificate; retrying',
+        );
+      }
+      if (!this.#stopped)
+        this.#timer = this.#clock.setTimeout(() => void this.#issue(), next - this.#clock.now());
+    })();
+    return this.#issuing;
+  }
+}

@@ -1,0 +1,369 @@
+// The Helm chart rendered by real Helm (built from its Go module): `helm lint`; `helm template` against
+// golden files; the chart with the values equivalent to each kustomize install renders exactly the objects
+// of that install (modulo Helm's own labels and annotations), so the two cannot drift; the Go chart's
+// values map onto the operator's flags as the real flag parser reads the rendered Deployment; and what
+// the chart refuses, it refuses naming the value. (The install lifecycle: ./helm-install.test.ts.)
+import type { V1Deployment } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CERT_DIR } from '../../../certs/files.ts';
+import {
+  containerEnvironment,
+  find,
+  type ManifestObject,
+  operatorContainer,
+  readInstall,
+} from '../../../scripts/install-manifest.ts';
+import { parseFlags } from '../../../src/cli.ts';
+import { parseRunConfig } from '../../../src/config.ts';
+import { parseFeatureConfigs } from '../../../src/features.ts';
+import { runCommand } from '../../../src/run.ts';
+import { CHART, Helm } from '../../helpers/helm.ts';
+import { objectIds, renderOverlay } from './install.ts';
+
+const fixture = (name: string): string => new URL(`../../fixtures/helm/${name}`, import.meta.url).pathname;
+const REQUIRED = fixture('required-values.yaml');
+const INSTALL = fixture('install-values.yaml');
+
+let helm: Helm;
+
+beforeAll(async () => {
+  helm = await Helm.start();
+});
+afterAll(async () => {
+  await helm?.stop();
+});
+
+/** What Helm adds to every object, and the pod annotation that rolls the replicas on a config change. */
+const HELM_KEYS = new Set([
+  'helm.sh/chart',
+  'app.kubernetes.io/instance',
+  'app.kubernetes.io/version',
+  'app.kubernetes.io/managed-by',
+  'helm.sh/resource-policy',
+  'checksum/config',
+]);
+/** Lists whose order carries no meaning (env order does, for $(VAR): compared through containerEnvironment). */
+const BY_NAME = new Set(['env', 'volumes', 'volumeMounts']);
+
+function withoutHelm(value: unknown, key = ''): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map((v) => withoutHelm(v));
+    return BY_NAME.has(key)
+      ? items.sort((a, b) =>
+          String((a as { name?: string }).name).localeCompare(String((b as { name?: string }).name)),
+        )
+      : items;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (HELM_KEYS.has(k)) continue;
+    const cleaned = withoutHelm(v, k);
+    // A labels or annotations map that held only Helm's keys.
+    if ((k === 'labels' || k === 'annotations') && Object.keys(cleaned as object).length === 0) continue;
+    out[k] = cleaned;
+  }
+  return out;
+}
+
+const byId = (objects: ManifestObject[]): Record<string, unknown> =>
+  Object.fromEntries(objects.map((o, i) => [objectIds(objects)[i], withoutHelm(o)]));
+
+/** The install as the README has it configured: its ConfigMap holding the central API and the cluster id. */
+function configured(objects: ManifestObject[]): ManifestObject[] {
+  return objects
+    .filter((o) => o.kind !== 'Namespace')
+    .map((o) =>
+      o.kind === 'ConfigMap' && o.metadata.name === 'berth-operator-config'
+        ? { ...o, data: { BERTH_API_SERVER: 'https://berth.example.com', BERTH_CLUSTER_ID: 'cluster-a' } }
+        : o,
+    );
+}
+
+/**
+ * How the operator in a Pod of these objects is configured, through the real flag parser; `mounted` stands
+ * for what the kubelet would provide (a Secret's key, a mounted file's path) by variable.
+ */
+function operatorConfig(objects: ManifestObject[], mounted: Record<string, string> = {}) {
+  const [command, ...argv] = operatorContainer(objects).args ?? [];
+  expect(command).toBe('run');
+  const pod = JSON.parse(JSON.stringify(objects)) as ManifestObject[];
+  const container = operatorContainer(pod);
+  container.env = container.env?.map((e) =>
+    mounted[e.name] === undefined ? e : { name: e.name, value: mounted[e.name] },
+  );
+  const env = containerEnvironment(pod);
+  const flags = parseFlags(runCommand, argv, env);
+  const config = parseRunConfig(flags);
+  return { config, features: parseFeatureConfigs(flags, config.namespace) };
+}
+
+describe('helm lint', () => {
+  it.each([
+    ['the required values', [REQUIRED]],
+    ["deploy/install.yaml's values", [INSTALL]],
+    ['an existing Secret', [fixture('existing-secret-values.yaml')]],
+    ["a Go chart's values", [fixture('go-chart-values.yaml')]],
+  ])('passes --strict with %s', async (_what, values) => {
+    const r = await helm.run(['lint', '--strict', CHART, ...(await helm.valuesArgs(values))]);
+    expect(r.stderr + r.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+    expect(r.code).toBe(0);
+  });
+});
+
+describe('helm template', () => {
+  it.each([
+    ['default', [REQUIRED]],
+    ['cert-manager', [INSTALL, { webhookCertificates: { mode: 'cert-manager' } }]],
+    ['existing-secret', [fixture('existing-secret-values.yaml')]],
+    ['go-chart', [fixture('go-chart-values.yaml')]],
+  ])('renders %s as its golden file', async (name, values) => {
+    const r = await helm.template({ values });
+    expect(r.stderr).toBe('');
+    await expect(r.stdout).toMatchFileSnapshot(`../../fixtures/helm/golden/${name}.yaml`);
+  });
+});
+
+describe('the chart and the kustomize installs', () => {
+  it.each([
+    ['install.yaml', [INSTALL]],
+    ['install-cert-manager.yaml', [INSTALL, { webhookCertificates: { mode: 'cert-manager' } }]],
+  ])('renders deploy/%s with the equivalent values', async (file, values) => {
+    const install = configured((await readInstall(file)).objects);
+    const chart = await helm.render({ values });
+    expect(byId(chart)).toEqual(byId(install));
+    expect(containerEnvironment(chart)).toEqual(containerEnvironment(install));
+  });
+
+  it('renders the node-taint-guard overlay with nodeTaintGuard.enabled', async () => {
+    const overlay = configured((await renderOverlay('kustomize/overlays/node-taint-guard')).objects);
+    const chart = await helm.render({ values: [INSTALL, { nodeTaintGuard: { enabled: true } }] });
+    expect(byId(chart)).toEqual(byId(overlay));
+  });
+});
+
+describe('the values, as the operator reads them', () => {
+  it('runs a lease-only operator by default: no webhook, certificate or admission RBAC', async () => {
+    const objects = await helm.render({ values: [REQUIRED] });
+    const { config, features } = operatorConfig(objects);
+    expect(features.berth).toMatchObject({ apiServer: 'https://berth.example.com', clusterId: 'cluster-a' });
+    expect(features.webhook.enableWorkloadAdmission).toBe(false);
+    expect(features.nodeTaint.enabled).toBe(false);
+    expect(config.leaderElect).toBe(true);
+    expect(config.leaderElectionId).toBe('berth-operator-leader');
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'ClusterRole/berth-operator',
+      'ClusterRoleBinding/berth-operator',
+      'ConfigMap/berth-operator-config',
+      'CustomResourceDefinition/berthleases.berth.skaphos.io',
+      'Deployment/berth-operator',
+      'PodDisruptionBudget/berth-operator',
+      'Role/berth-operator-leader-election',
+      'RoleBinding/berth-operator-leader-election',
+      'Service/berth-operator-metrics',
+      'ServiceAccount/berth-operator',
+    ]);
+    const rules = find<{ rules: { resources?: string[] }[] }>(objects, 'ClusterRole', 'berth-operator').rules;
+    expect(rules.flatMap((r) => r.resources ?? [])).not.toContain('pods');
+  });
+
+  it("maps a Go chart's values file onto the flags", async () => {
+    const objects = await helm.render({
+      release: 'east',
+      namespace: 'berth',
+      values: [fixture('go-chart-values.yaml')],
+    });
+    const container = operatorContainer(objects);
+    expect(container.env?.find((e) => e.name === 'BERTH_API_KEY')?.valueFrom).toEqual({
+      secretKeyRef: { name: 'berth-api-key', key: 'api-key' },
+    });
+    expect(container.env?.find((e) => e.name === 'BERTH_CA_BUNDLE_FILE')?.value).toBe(
+      '/etc/berth/tls/ca.crt',
+    );
+    expect(container.volumeMounts?.find((m) => m.mountPath === '/etc/berth/tls')?.name).toBe('berth-ca');
+    const { config, features } = operatorConfig(objects, {
+      BERTH_API_KEY: 'key-from-the-secret',
+      BERTH_CA_BUNDLE_FILE: fixture('ca.crt'),
+    });
+    expect(config).toMatchObject({
+      namespace: 'berth',
+      leaderElect: true,
+      leaderElectionId: 'east-berth-operator-leader',
+      leaderElectionLeaseDuration: 20_000,
+      metricsSecure: true,
+    });
+    expect(features.berth).toMatchObject({
+      apiServer: 'https://berth.example.com:8443',
+      clusterId: 'cluster-east',
+      apiKey: 'key-from-the-secret',
+      serverName: 'berth.internal',
+    });
+    expect(features.webhook).toMatchObject({
+      enableWorkloadAdmission: true,
+      workloadOperatorUser: 'system:serviceaccount:berth:east-berth-operator',
+      workloadOperatorNamespace: 'berth',
+      webhookConfigurationName: 'east-berth-operator-injection-workloads',
+    });
+    expect(features.certs).toMatchObject({
+      certMode: 'files',
+      certDir: DEFAULT_CERT_DIR,
+      webhookServiceName: 'east-berth-operator-webhook',
+    });
+    // The Go chart's issuer signs the serving certificate; no CA of the chart's own.
+    const certificates = objects.filter((o) => o.kind === 'Certificate');
+    expect(certificates.map((c) => (c as { spec?: { issuerRef?: unknown } }).spec?.issuerRef)).toEqual([
+      { name: 'berth-ca', kind: 'ClusterIssuer' },
+    ]);
+    expect(objects.filter((o) => o.kind === 'Issuer')).toEqual([]);
+    // The owner of the webhook configurations the operator registers, named like them.
+    expect(find(objects, 'ClusterRole', 'east-berth-operator-injection-workloads')).toBeDefined();
+    expect(find(objects, 'ClusterRoleBinding', 'east-berth-operator-metrics-reader')).toMatchObject({
+      subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }],
+    });
+  });
+
+  it('serves the webhooks with an existing Secret and the caBundle as ca.crt, which --cert-mode files reads', async () => {
+    const objects = await helm.render({ values: [fixture('existing-secret-values.yaml')] });
+    const { features } = operatorConfig(objects);
+    expect(features.certs).toMatchObject({ certMode: 'files', certDir: DEFAULT_CERT_DIR });
+    const pod = find<V1Deployment>(objects, 'Deployment').spec?.template.spec;
+    const volume = pod?.volumes?.find((v) => v.name === 'serving-certs');
+    expect(volume?.projected?.sources).toEqual([
+      {
+        secret: {
+          name: 'berth-webhook-tls',
+          items: [
+            { key: 'tls.crt', path: 'tls.crt' },
+            { key: 'tls.key', path: 'tls.key' },
+          ],
+        },
+      },
+      { configMap: { name: 'berth-operator-webhook-ca-bundle', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+    ]);
+    const mount = operatorContainer(objects).volumeMounts?.find((m) => m.name === 'serving-certs');
+    expect(mount).toMatchObject({ mountPath: features.certs.certDir, readOnly: true });
+    const bundle = find<{ data: Record<string, string> }>(
+      objects,
+      'ConfigMap',
+      'berth-operator-webhook-ca-bundle',
+    );
+    expect(bundle.data['ca.crt']).toMatch(
+      /^-----BEGIN CERTIFICATE-----\n[\s\S]+-----END CERTIFICATE-----\n?$/,
+    );
+    // Neither the CA Secret's Role (the operator's own CA) nor cert-manager objects.
+    expect(
+      objects.filter(
+        (o) => ['Certificate', 'Issuer'].includes(o.kind) || o.metadata.name.endsWith('-webhook-ca'),
+      ),
+    ).toEqual([]);
+  });
+
+  it('runs the node taint guard with its RBAC, reading agent Pods in the agent namespace only', async () => {
+    const objects = await helm.render({
+      values: [REQUIRED, { nodeTaintGuard: { enabled: true, agentNamespace: 'mesh', grace: '45s' } }],
+    });
+    const { features } = operatorConfig(objects);
+    expect(features.nodeTaint).toMatchObject({ enabled: true, agentNamespace: 'mesh', graceMs: 45_000 });
+    expect(find(objects, 'Role', 'berth-operator-node-taint-guard').metadata.namespace).toBe('mesh');
+  });
+});
+
+describe('what the chart refuses, naming the value', () => {
+  const B64_PEM_OF_NOTHING = Buffer.from('not a certificate').toString('base64');
+  it.each<[string, (string | object)[], RegExp]>([
+    ['no berth.apiServer', [{ clusterID: 'a' }], /berth\.apiServer is required/],
+    ['no clusterID', [{ berth: { apiServer: 'https://b' } }], /clusterID is required/],
+    [
+      'helper injection',
+      [REQUIRED, { injection: { enabled: true } }],
+      /injection\.enabled=true: helper injection .* not implemented/,
+    ],
+    [
+      'the Go image',
+      [REQUIRED, { image: { repository: 'ghcr.io/skaphos/berth-operator' } }],
+      /image\.repository=ghcr\.io\/skaphos\/berth-operator is the Go operator's image/,
+    ],
+    [
+      'replicas without leader election',
+      [REQUIRED, { leaderElection: { enabled: false } }],
+      /replicaCount > 1 requires leaderElection\.enabled=true/,
+    ],
+    [
+      'two token sources',
+      [REQUIRED, { berth: { apiKey: { secretName: 'k' }, tokenFile: { path: '/t' } } }],
+      /at most one of .*\(set: berth\.apiKey\.secretName, berth\.tokenFile\.path\)/,
+    ],
+    [
+      'a sidecar broker without its image tag',
+      [
+        REQUIRED,
+        {
+          sidecarBroker: {
+            enabled: true,
+            oidc: { issuerURL: 'https://i', clientID: 'c', clientSecret: { secretName: 's' } },
+          },
+        },
+      ],
+      /sidecarBroker\.image\.tag/,
+    ],
+    [
+      'extra RBAC rules',
+      [
+        REQUIRED,
+        { rbac: { targetVerbs: [{ apiGroups: ['apps'], resources: ['daemonsets'], verbs: ['get'] }] } },
+      ],
+      /rbac\.targetVerbs is not supported/,
+    ],
+    [
+      'a ServiceMonitor without metrics',
+      [REQUIRED, { metrics: { bindAddress: '0', serviceMonitor: { enabled: true } } }],
+      /metrics\.serviceMonitor\.enabled=true but metrics\.bindAddress="0"/,
+    ],
+    [
+      'another webhook Service port',
+      [REQUIRED, { workloadManagement: { enabled: true }, injection: { webhook: { servicePort: 8443 } } }],
+      /injection\.webhook\.servicePort=8443 is not supported/,
+    ],
+    [
+      'two certificate sources',
+      [
+        REQUIRED,
+        {
+          workloadManagement: { enabled: true },
+          injection: { webhook: { tls: { existingSecret: 's', certManager: { enabled: true } } } },
+        },
+      ],
+      /certManager\.enabled and injection\.webhook\.tls\.existingSecret are exclusive/,
+    ],
+    [
+      'existingSecret without a Secret',
+      [REQUIRED, { workloadManagement: { enabled: true }, webhookCertificates: { mode: 'existingSecret' } }],
+      /webhookCertificates\.mode=existingSecret requires injection\.webhook\.tls\.existingSecret/,
+    ],
+    [
+      'a caBundle that is no PEM',
+      [
+        REQUIRED,
+        {
+          workloadManagement: { enabled: true },
+          injection: { webhook: { tls: { existingSecret: 's', caBundle: B64_PEM_OF_NOTHING } } },
+        },
+      ],
+      /injection\.webhook\.tls\.caBundle must be base64 of PEM certificates/,
+    ],
+    [
+      'an unknown value',
+      [REQUIRED, { berth: { apiKeyFile: '/t' } }],
+      /at '\/berth': additional properties 'apiKeyFile' not allowed/,
+    ],
+    [
+      'an unknown certificate mode',
+      [REQUIRED, { webhookCertificates: { mode: 'vault' } }],
+      /webhookCertificates\.mode|mode/,
+    ],
+  ])('%s', async (_what, values, message) => {
+    const r = await helm.template({ values });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(message);
+  });
+});
