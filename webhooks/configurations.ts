@@ -1,4 +1,4 @@
-// The Mutating and Validating webhook configurations of WorkloadAdmission (spec §4.2), built here and
+// The Mutating and Validating webhook configurations of WorkloadAdmission (docs/behaviour.md §4.2), built here and
 // nowhere else: deploy/ renders them from these builders. Plus the start-up check that reads the live
 // objects and refuses readiness when they would lock the cluster (or the operator itself) out, or would
 // not enforce what the operator relies on.

@@ -1,4 +1,4 @@
-// The pure rules of the validating path (§4.4 steps 7a and 7b): what a managed object must look like, who
+// The pure rules of the validating path (docs/behaviour.md §4.4 steps 7a and 7b): what a managed object must look like, who
 // may change what, and what an unadmitted object that now resolves to a lease may still do. No I/O; the
 // lease-dependent rules (7c-7e) live in decide-workload.ts.
 import { isDeepStrictEqual } from 'node:util';

@@ -1,4 +1,4 @@
-// WorkloadAdmission's handler flow (§4.4), shared by /mutate-managed-workloads and
+// WorkloadAdmission's handler flow (docs/behaviour.md §4.4), shared by /mutate-managed-workloads and
 // /validate-managed-workloads: the binding subresource, binding resolution, stamping on the mutating path,
 // and on the validating path the rules of decide-validate.ts plus the lease-dependent ones (gate removal,
 // activation, recordTarget). All I/O goes through the AdmissionIO passed in.

@@ -1,5 +1,5 @@
 // The admission flags of `run`, in cli.ts's FlagSpec form, and their zod validation (one-line
-// UsageError naming the flag). Names and defaults mirror the Go operator (spec §4.1, §5.1) and
+// UsageError naming the flag). Names and defaults mirror the Go operator (docs/behaviour.md §4.1, §5.1) and
 // controller-runtime's webhook server (port 9443). The webhook Service name is certs/'s
 // `--webhook-service-name` (the serving certificate is issued for it); pass it to the builders.
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 // BerthLeases as admission sees them: read leniently from raw JSON (one malformed lease must not break
-// decisions about others), `activeAt` (§2.3 step 4), target matching (§4.3 step 3), and the per-review
+// decisions about others), `activeAt` (docs/behaviour.md §2.3 step 4), target matching (§4.3 step 3), and the per-review
 // view of a namespace's leases that keeps reads to a minimum without ever caching across reviews.
 import {
   API_VERSION,

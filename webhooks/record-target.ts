@@ -1,4 +1,4 @@
-// recordTarget (§4.4 step 7e): at the final (validating) CREATE of a lease's target, record the UID the API
+// recordTarget (docs/behaviour.md §4.4 step 7e): at the final (validating) CREATE of a lease's target, record the UID the API
 // server assigned in the lease's status.workload.targetUID. That record, not any annotation, is what the
 // reconciler later trusts. Never written on dry-run; a write conflict is retried from a fresh read.
 import { validateWorkloadSpec } from '../src/berth/api.ts';

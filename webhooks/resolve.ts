@@ -1,4 +1,4 @@
-// Binding resolution (§4.3): which BerthLease, if any, a workload belongs to, found through its live
+// Binding resolution (docs/behaviour.md §4.3): which BerthLease, if any, a workload belongs to, found through its live
 // controller owners, never through labels or annotations in the request. A missing or replaced parent is
 // an error, never "unmanaged".
 //

@@ -1,4 +1,4 @@
-// stampBinding (§4.4 step 6): on CREATE, a managed object gets the managed-lease annotations and label, and
+// stampBinding (docs/behaviour.md §4.4 step 6): on CREATE, a managed object gets the managed-lease annotations and label, and
 // so does its Pod template (and a CronJob's jobTemplate), and the template gets the scheduling gate. The
 // answer is a JSON Patch computed from the raw object, like controller-runtime's PatchResponseFromRaw.
 import jsonpatch from 'fast-json-patch';

@@ -39,7 +39,7 @@ export const OWNER_RESOURCES: Partial<
   CronJob: { apiVersion: 'batch/v1', group: 'batch', plural: 'cronjobs' },
 };
 
-/** Kinds whose controller owner is followed (§4.3 step 2). */
+/** Kinds whose controller owner is followed (docs/behaviour.md §4.3 step 2). */
 export const isOwnerKind = (kind: WorkloadKind): boolean => OWNER_RESOURCES[kind] !== undefined;
 
 /** Kinds a BerthLease can target, where resolution looks for a lease (§4.3 step 3). */

@@ -1,4 +1,4 @@
-// A managed Pod's ancestry through its live controller owners (reference/berth-spec.md §4.3, as
+// A managed Pod's ancestry through its live controller owners (docs/behaviour.md §4.3, as
 // `permitPod` uses it in §2.7 step 3): Pod -> ReplicaSet -> Deployment, Pod -> StatefulSet,
 // Pod -> ReplicaSet, Pod -> Job -> CronJob. Each parent is read from the API server and must still
 // have the UID the ownerReference names; a missing or replaced parent is an error, never "unmanaged".

@@ -1,5 +1,5 @@
 // The BerthLease API (berth.skaphos.io/v1alpha1): types, zod schemas, the constants of
-// reference/berth-spec.md §1.1/§1.3/§2/§4 (exact strings: tests and other clusters rely on them), and the
+// docs/behaviour.md §1.1/§1.3/§2/§4 (exact strings: tests and other clusters rely on them), and the
 // reconciler's semantic spec validation (§1.2 rules 1-11). Pure: no I/O, imported by webhooks too.
 import { z } from 'zod';
 

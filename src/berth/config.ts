@@ -1,4 +1,4 @@
-// The BerthLease flags of `run` (reference/berth-spec.md §5.1) in cli.ts's FlagSpec form, and their zod
+// The BerthLease flags of `run` (docs/behaviour.md §5.1) in cli.ts's FlagSpec form, and their zod
 // validation: one-line UsageError naming the flag. `--berth-api-server` empty means the BerthLease
 // controller does not run. The CA bundle file is read (and checked to hold a PEM certificate) here, so
 // a bad path is a start-up error, not a failing heartbeat. The API key is never part of a message.

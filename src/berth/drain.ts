@@ -1,4 +1,4 @@
-// The drain of `stopAndRelease` (reference/berth-spec.md §2.4 step 1, `drainJobs` and `drainPods`): after
+// The drain of `stopAndRelease` (docs/behaviour.md §2.4 step 1, `drainJobs` and `drainPods`): after
 // Stopping is committed and the target stopped, every managed Job is suspended and deleted, and every
 // managed Pod — registered ones and any Pod carrying this lease's UID, gated and Pending ones too, since
 // an earlier ungate may still be in flight — is deleted with a UID precondition. The drain is done only

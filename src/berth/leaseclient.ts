@@ -1,4 +1,4 @@
-// Client of the central Berth lease API (reference/berth-spec.md §3.2-§3.5): `POST
+// Client of the central Berth lease API (docs/behaviour.md §3.2-§3.5): `POST
 // /v1alpha1/namespaces/{ns}/leases/{name}/{acquire|renew|release}` with JSON bodies and a bearer token,
 // over HTTPS with an optional extra CA bundle, SNI override or (development only) no verification.
 // Every request is bounded by a per-request timeout and by the caller's AbortSignal.

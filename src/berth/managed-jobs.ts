@@ -1,4 +1,4 @@
-// The `managed-jobs` controller (reference/berth-spec.md §2.7): one key per Job carrying the
+// The `managed-jobs` controller (docs/behaviour.md §2.7): one key per Job carrying the
 // managed-lease-uid label (an informer scoped to that label across namespaces). A Job whose lease is gone,
 // replaced (another UID), deleting or Stopping is suspended (resourceVersion-guarded) and deleted (UID
 // precondition); a closing lease is nudged so its drain completes. Jobs of a running or waiting lease are

@@ -1,4 +1,4 @@
-// The `managed-pods` controller (reference/berth-spec.md §2.7) and its companion `managed-permits`.
+// The `managed-pods` controller (docs/behaviour.md §2.7) and its companion `managed-permits`.
 //
 // managed-pods, one key per Pod carrying the managed-lease-uid label (an informer scoped by the API
 // server to that label, across namespaces): the Pod and its lease are read from the API server, then

@@ -1,4 +1,4 @@
-// The managed-workload path (reference/berth-spec.md §2.3-§2.8, §4.5): the WorkloadManager the
+// The managed-workload path (docs/behaviour.md §2.3-§2.8, §4.5): the WorkloadManager the
 // BerthLease reconciler calls when workload admission is enabled, and the controllers that run beside it
 // (managed-pods, managed-permits, managed-jobs).
 //

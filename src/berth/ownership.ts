@@ -1,4 +1,4 @@
-// Ownership decisions of the reconciler, pure (reference/berth-spec.md §2.3, §2.8, §2.9): the local
+// Ownership decisions of the reconciler, pure (docs/behaviour.md §2.3, §2.8, §2.9): the local
 // ownership deadline, whether a workload activation is still valid, when a stop is forced, the sanity
 // check of a central answer, the identity a release uses, and every budget and requeue interval.
 // Times are epoch milliseconds; durations milliseconds.

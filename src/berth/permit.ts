@@ -1,4 +1,4 @@
-// Pod permitting (reference/berth-spec.md §2.7 `permitPods` / `permitPod`): while the lease is
+// Pod permitting (docs/behaviour.md §2.7 `permitPods` / `permitPod`): while the lease is
 // `activeAt(now)`, each managed Pod — listed by the label `berth.skaphos.io/managed-lease-uid=<lease
 // UID>` — whose annotations name this lease and whose live ancestry ends at the admitted target is
 // registered as `(name, uid)` in `status.workload.pods` with a resourceVersion-guarded status write, and

@@ -1,4 +1,4 @@
-// The operator's `berth-api` readiness check in lease-only mode (reference/berth-spec.md §2.9, §5.1):
+// The operator's `berth-api` readiness check in lease-only mode (docs/behaviour.md §2.9, §5.1):
 // GET /healthz of the central lease API, bounded at 5 s. With workload admission on, the replicas'
 // readiness gates the fail-closed webhooks, so the run command does not add it then.
 import { READINESS_PING_TIMEOUT_MS } from './api.ts';

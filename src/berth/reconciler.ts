@@ -1,4 +1,4 @@
-// The BerthLease reconciler (reference/berth-spec.md §2.2-§2.5, §2.9): holds, or waits for, each
+// The BerthLease reconciler (docs/behaviour.md §2.2-§2.5, §2.9): holds, or waits for, each
 // lease at the central Berth lease API with fencing tokens. Steps of §2.3 in order:
 //   1 direct GET (never the cache)  2 finalizer first  3 observedGeneration  4 forced stop
 //   5 invalid spec  6 target verification  7 central Acquire bounded by min(heartbeat, 2.5 s)

@@ -1,5 +1,5 @@
 // BerthLease status, pure: metav1.Time formatting, meta.SetStatusCondition, and the status the
-// reconciler writes in each outcome of reference/berth-spec.md §2.3-§2.5 (held, waiting, acquire
+// reconciler writes in each outcome of docs/behaviour.md §2.3-§2.5 (held, waiting, acquire
 // failed, invalid spec, admission required, stopping, stopped) plus one the original lacks: a held
 // lease-only status whose central expiry passed during an outage (`Expired`).
 //

@@ -1,4 +1,4 @@
-// A lease's target (reference/berth-spec.md §2.3 step 6, §2.4 `stopTarget`, §2.6): its verification
+// A lease's target (docs/behaviour.md §2.3 step 6, §2.4 `stopTarget`, §2.6): its verification
 // against the admission record, and the target actions — `scale` (spec.replicas of a Deployment,
 // StatefulSet or ReplicaSet) and `suspend` (spec.suspend of a CronJob) — written directly to the object
 // as a JSON merge patch that names the read `metadata.resourceVersion` and `metadata.uid`, so a write

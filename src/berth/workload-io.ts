@@ -1,6 +1,6 @@
 // The managed-workload path's Kubernetes edge: direct (uncached) reads and guarded writes of targets,
 // their owner chains, Pods and Jobs. Reads never come from an informer cache (ownership decisions are
-// made on them, spec §2.1) and LISTs carry no resourceVersion, so they are consistent reads. Every
+// made on them, docs/behaviour.md §2.1) and LISTs carry no resourceVersion, so they are consistent reads. Every
 // write is guarded: merge patches name `metadata.resourceVersion` (and `metadata.uid`), deletes carry a
 // UID precondition. Objects are parsed leniently (only the fields the managed path reads are typed).
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// The extension point of the managed-workload path (reference/berth-spec.md §2.3 steps 6, 12 and 14,
+// The extension point of the managed-workload path (docs/behaviour.md §2.3 steps 6, 12 and 14,
 // §2.4 step 1, §2.6, §2.7). The reconciler owns the lease side — finalizer, validation, forced-stop
 // decisions, the central Acquire and Release, the workload record's identity (phase, holder, token,
 // deadline) and every status condition of the lease — and calls a WorkloadManager for what touches

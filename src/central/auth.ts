@@ -1,4 +1,4 @@
-// Authentication and authorization of the central lease API (reference/berth-spec.md §3.6).
+// Authentication and authorization of the central lease API (docs/behaviour.md §3.6).
 // Modes: `none` (no identity, authorization skipped), `static-keys` (a key file of
 // `<key-id>:<sha256-hex-of-token>` lines; the identity is the key id; tokens are only ever hashed,
 // never stored or logged) and `oidc` (JWTs from an OpenID Connect issuer, oidc.ts).

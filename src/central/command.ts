@@ -1,4 +1,4 @@
-// `berth-operator central`: the embedded central lease API server (reference/berth-spec.md §3.9 flags,
+// `berth-operator central`: the embedded central lease API server (docs/behaviour.md §3.9 flags,
 // HTTPS only), running until SIGINT/SIGTERM; SIGHUP reloads the static key file. `--store-backend`
 // picks the lease store (mem, k8s, sql with --sql-driver postgres|mysql|sqlite; docs/central-stores.md);
 // a flag of another backend than the chosen one is a start-up error, as in the Go server.

@@ -1,4 +1,4 @@
-// The central lease API's request handler (reference/berth-spec.md §3.3-§3.5) over node:http(s):
+// The central lease API's request handler (docs/behaviour.md §3.3-§3.5) over node:http(s):
 // logging and metrics around routing; lease routes run auth -> body -> holder -> ttl/token -> authz ->
 // key -> manager, in exactly that order, so key validation can never serve as a pre-auth oracle.
 import { randomBytes } from 'node:crypto';

@@ -1,4 +1,4 @@
-// The lease manager (reference/berth-spec.md §3.7): acquire, renew and release over any Store with
+// The lease manager (docs/behaviour.md §3.7): acquire, renew and release over any Store with
 // compare-and-swap on the record version, so two writes prepared from the same observed state can never
 // both land. The decisions (what to write, what to answer) are pure functions of (record, request, now);
 // the manager only runs them against the store.

@@ -1,4 +1,4 @@
-// The central server's metrics (reference/berth-spec.md §3.10), created in an injected registry, and a
+// The central server's metrics (docs/behaviour.md §3.10), created in an injected registry, and a
 // Store decorator that times every store call.
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {

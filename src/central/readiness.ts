@@ -1,5 +1,5 @@
 // /readyz of the central server: the store probe behind a single-flight cache, so a storm of readiness
-// requests causes at most one backend probe per TTL (reference/berth-spec.md §3.3).
+// requests causes at most one backend probe per TTL (docs/behaviour.md §3.3).
 import { type Clock, realClock } from '../kube/clock.ts';
 
 export const READY_CACHE_TTL_MS = 1_000;

@@ -1,4 +1,4 @@
-// A lease record at the central server (reference/berth-spec.md §3.7) and the pure facts about it.
+// A lease record at the central server (docs/behaviour.md §3.7) and the pure facts about it.
 // Times are epoch milliseconds; records are never deleted: a released or collected lease becomes a
 // tombstone that keeps its fencing token as the per-key high-water mark.
 

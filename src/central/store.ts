@@ -1,4 +1,4 @@
-// The storage contract of the lease manager (reference/berth-spec.md §3.7): Get, List, Ping and a
+// The storage contract of the lease manager (docs/behaviour.md §3.7): Get, List, Ping and a
 // compare-and-swap Put on the record version. There is no Delete: tokens must never repeat. Every
 // backend (memory, SQL, Kubernetes Leases) passes test/unit/central/store-conformance.ts.
 import type { LeaseKey, LeaseRecord } from './record.ts';

@@ -1,4 +1,4 @@
-// Request validation of the central lease API (reference/berth-spec.md §3.4-§3.5), pure: decoding a
+// Request validation of the central lease API (docs/behaviour.md §3.4-§3.5), pure: decoding a
 // body the way Go's json.Decoder with DisallowUnknownFields does (one value, case-insensitive field
 // names, first error wins, null leaves a field unset), the per-operation field rules, and key rules.
 

@@ -1,4 +1,4 @@
-// The central API's JSON on the wire (reference/berth-spec.md §3.4), Go-compatible: times as RFC 3339
+// The central API's JSON on the wire (docs/behaviour.md §3.4), Go-compatible: times as RFC 3339
 // with the fraction's trailing zeros trimmed, and Go's zero time for "absent" (encoding/json never omits
 // a time.Time); `holder` and `fencingToken` are omitempty.
 import type { LeaseResult } from './manager.ts';

@@ -6,7 +6,7 @@
 //
 // Not client-node's makeInformer/ListWatch: that one stops for good on any non-410 error, has no
 // inactivity timeout, bookmarks, indexers or transform, and turns a throwing handler into an
-// unhandled rejection (anchors §3.3).
+// unhandled rejection (read in its dist/cache.js, 1.x and 2.x).
 //
 // Cached objects are shared with every reader and handler: treat them as read-only.
 import type { KubernetesObject } from '@kubernetes/client-node';

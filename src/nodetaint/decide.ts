@@ -1,5 +1,5 @@
 // The guard's decision, pure: given a Node (or its absence), the agent Pods bound to it, the time and
-// what this process remembers about the node, say what to do. Kept in aether's order (spec §2.3):
+// what this process remembers about the node, say what to do. Kept in aether's order (docs/nodetaint.md §2.3):
 //
 //   1. node gone                                  -> forget
 //   2. no agent Pod object bound to the node      -> forget, never taint (ineligible node)

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** The version webhook-anchors.md measured. */
+/** The Pepr version docs/performance.md reports on. */
 export const PEPR_VERSION = '1.1.4';
 /** The path secret Pepr's routes sit under (pepr generates 32 random bytes in hex). */
 export const PEPR_API_PATH = '7f3c0a9e5b1d4c8f2e6a0b4d8c2f6e0a4b8d2c6f0e4a8b2d6c0f4e8a2b6d0c4f';

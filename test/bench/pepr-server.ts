@@ -1,5 +1,5 @@
 // The admission benchmark's peer: Pepr's own admission Controller (Express on node:https), started in this
-// process without a cluster, following ../shared/reference/webhook-anchors.md:
+// process without a cluster, set up like this:
 //   - SSL_KEY_PATH / SSL_CERT_PATH point at the benchmark's certificate (instead of the Secret mount);
 //   - PEPR_API_PATH is a fixed 64-hex path secret (requests go to /mutate/<it>);
 //   - kubernetes-fluent-client's K8s() is replaced for Pepr's PeprStore model only by an in-memory fake:

@@ -3,7 +3,7 @@
 // control planes of this file's own). The same BerthLease and Deployment are applied to both, in a
 // namespace of the same name (the central lease is keyed by namespace and leaseName), and both operators
 // share the embedded central lease server.
-// Scenarios of reference/berth-spec.md §6.2: 41 (exactly one cluster runs the replicas), 42 (the holder's
+// Scenarios of docs/behaviour.md §6.2: 41 (exactly one cluster runs the replicas), 42 (the holder's
 // operator stops: the other cluster takes over, and the holder's Pods are gone before any Pod there is
 // ungated), 43 (the stopped operator rejoins as standby), 46 (deleting the BerthLease on the holder
 // releases it to the other cluster), with the Pods of both clusters watched throughout: never running in

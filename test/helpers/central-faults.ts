@@ -8,7 +8,7 @@
 //   front.clear();                                       // healthy again
 //   await front.stop();
 //
-// Faults (reference/berth-spec.md §3.3-§3.5 describe the healthy answers):
+// Faults (docs/behaviour.md §3.3-§3.5 describe the healthy answers):
 //   down             nothing listens on the port: connection refused (keep-alive connections are cut)
 //   reset            the connection is destroyed without an answer
 //   slow             the request is held for `delayMs` (default: until the fault is cleared) and then

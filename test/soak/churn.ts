@@ -95,7 +95,7 @@ export class Churn {
     const replicas = this.#random.int(1, 2);
     this.workloads.set(name, replicas);
     const spec: BerthLeaseSpec = deploymentLease(name, replicas, LEASE_TIMES);
-    // The lease before its target, so that admission records the target (§4.5).
+    // The lease before its target, so that admission records the target (docs/behaviour.md §4.5).
     try {
       await Promise.all(this.#sites.map((s) => s.cluster.createLease(name, spec)));
       await Promise.all(this.#sites.map((s) => s.cluster.createDeployment(name, 0)));

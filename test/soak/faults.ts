@@ -4,7 +4,7 @@
 // central faults on that cluster's front (down, reset, slow, 500, garbage JSON, a token that went
 // backwards, a wrong holder).
 //
-// The fault model stays inside what the operator promises (reference/berth-spec.md §7): it cannot fence
+// The fault model stays inside what the operator promises (docs/behaviour.md §7): it cannot fence
 // a workload while its own API server is unusable, so a cluster never has an API fault and a central
 // fault at once, and an API fault (2-6 s, requests delayed by at most 6 s) always ends well within the
 // soak's 15 s lease TTL, so a holder whose API recovers renews in time. Central faults last 2-25 s:

@@ -1,4 +1,4 @@
-// The reconciler scenarios of spec §6.2 items 1-14 that apply to lease-only leases, against the real
+// The reconciler scenarios of docs/behaviour.md §6.2 items 1-14 that apply to lease-only leases, against the real
 // kube-apiserver (CRD with CEL, status subresource, resourceVersion conflicts, finalizers, RBAC) and the
 // embedded central lease server over HTTP. No controller runs here: the file uses the run's shared
 // control plane, with namespaces of its own. The reconciler and the central server share one

@@ -410,7 +410,7 @@ describe('bounds', () => {
   });
 
   it('defaults to a 10 s per-request timeout', () => {
-    // Not waited for: the value is what matters (spec §2.9), the mechanism is tested above.
+    // Not waited for: the value is what matters (docs/behaviour.md §2.9), the mechanism is tested above.
     expect(client({ baseUrl: 'https://x' }).timeoutMs).toBe(10_000);
     expect(client({ baseUrl: 'https://x', timeoutMs: 2_500 }).timeoutMs).toBe(2_500);
   });

@@ -1,5 +1,5 @@
 // The embedded central lease API over real TLS: routes, exact bodies and status codes, the validation
-// order of reference/berth-spec.md §3.5, auth, readiness, metrics and the lease scenarios 37-39.
+// order of docs/behaviour.md §3.5, auth, readiness, metrics and the lease scenarios 37-39.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// The Go operator's managed-workload test scenarios (its numbers: 3-5, 10, 15-23, 26-30, 33-34) on a
+// The Go operator's managed-workload test scenarios (docs/behaviour.md §6.2, its numbers: 3-5, 10, 15-23, 26-30, 33-34) on a
 // control plane of their own (the real Deployment, ReplicaSet, StatefulSet, Job and CronJob controllers,
 // the scheduler binding only ungated Pods through pods/binding, KWOK as the kubelets, the garbage
 // collector), RBAC enforced with the operator's least-privilege rules, the operator's real

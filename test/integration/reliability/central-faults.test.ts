@@ -3,7 +3,7 @@
 // the Acquire budget, answers 500, garbage JSON, a fencing token that went backwards, or a 200 naming a
 // wrong holder. For each fault, with a lease held (lease-only and managed), on an injected clock:
 //   - the lease is kept only until its local deadline, with HeartbeatHealthy=False/AcquireFailed and the
-//     exact error (reference/berth-spec.md §2.3 step 8, §2.5); a malformed answer is never trusted
+//     exact error (docs/behaviour.md §2.3 step 8, §2.5); a malformed answer is never trusted
 //     (`invalid central ownership response`: nothing it says is recorded, no deadline is extended);
 //   - lease-only: past its expiry the status stops claiming the lease (Acquired=False/Expired);
 //   - managed: the workload runs up to the deadline and is stopped at it (scaled to 0, Pods gone);

@@ -289,7 +289,7 @@ describe('managed Pods', () => {
       ],
       { kubeconfig },
     );
-  /** What the reconciler writes before it scales the target up or ungates Pods (§2.7). */
+  /** What the reconciler writes before it scales the target up or ungates Pods (docs/behaviour.md §2.7). */
   const activate = async (pods: V1Pod[] = []): Promise<void> => {
     const lease = await getLease('web');
     const deadline = new Date(Date.now() + 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -1,4 +1,4 @@
-// The drain of stopAndRelease (spec §2.4) and the managed controllers' decisions (§2.7), pure and against
+// The drain of stopAndRelease (docs/behaviour.md §2.4) and the managed controllers' decisions (§2.7), pure and against
 // an in-memory API; the owner chain resolution; the per-lease lock.
 import { describe, expect, it } from 'vitest';
 import { resolveRoot } from '../../../src/berth/ancestry.ts';

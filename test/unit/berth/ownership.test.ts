@@ -1,5 +1,5 @@
 // ownership.ts: TestReacquireIntervalCaps, the local deadline, activeAt, forced stops, the sanity check
-// of a central answer, the release identity and every budget/requeue of spec §2.9.
+// of a central answer, the release identity and every budget/requeue of docs/behaviour.md §2.9.
 import { describe, expect, it } from 'vitest';
 import type { BerthLease, BerthLeaseStatus } from '../../../src/berth/api.ts';
 import type { AcquireResult } from '../../../src/berth/leaseclient.ts';

@@ -1,4 +1,4 @@
-// Pod permitting (spec §2.7, §6.2 18-20): the pure plan and permitPods against an in-memory API.
+// Pod permitting (docs/behaviour.md §2.7, §6.2 18-20): the pure plan and permitPods against an in-memory API.
 import { describe, expect, it } from 'vitest';
 import {
   AdmissionMessage,

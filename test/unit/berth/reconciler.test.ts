@@ -1,5 +1,5 @@
 // The reconciler's decisions against fakes of its two edges (the Go reconciler_test.go / status_test.go
-// scenarios of spec §6.2 that apply to lease-only leases), with a ManualClock. The same scenarios run
+// scenarios of docs/behaviour.md §6.2 that apply to lease-only leases), with a ManualClock. The same scenarios run
 // against the sandbox API server and the real central server in test/integration/berth/reconciler.test.ts.
 import { describe, expect, it } from 'vitest';
 import { ReconcileError } from '../../../src/berth/api.ts';

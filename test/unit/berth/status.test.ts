@@ -1,5 +1,5 @@
 // status.ts: meta.SetStatusCondition semantics (TestSetConditionStampsObservedGeneration) and the
-// status written in each outcome, with the exact reasons and messages of spec §2.5.
+// status written in each outcome, with the exact reasons and messages of docs/behaviour.md §2.5.
 import { describe, expect, it } from 'vitest';
 import type { BerthLeaseStatus, Condition } from '../../../src/berth/api.ts';
 import {

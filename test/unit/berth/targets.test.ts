@@ -1,4 +1,4 @@
-// Target actions (spec §2.6, §6.2 15 and 29) and the identity check of verifyTarget (§2.3 step 6).
+// Target actions (docs/behaviour.md §2.6, §6.2 15 and 29) and the identity check of verifyTarget (§2.3 step 6).
 import { describe, expect, it } from 'vitest';
 import { ReconcileError, STOP_FENCE } from '../../../src/berth/api.ts';
 import {

@@ -1,4 +1,4 @@
-// The pure decision: aether's order and semantics, and the grace window measured from the agent Pods'
+// The pure decision: aether's order and semantics (docs/nodetaint.md §2.3-§2.4), and the grace window measured from the agent Pods'
 // Ready condition (so that it survives a leader change).
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';

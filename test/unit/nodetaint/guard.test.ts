@@ -1,4 +1,4 @@
-// aether's guard_test.go and guard_conflict_test.go (spec §5.1–5.2), ported to the reconciler with an
+// aether's guard_test.go and guard_conflict_test.go (docs/nodetaint.md §5.1–5.2), ported to the reconciler with an
 // injected clock: where the Go tests backdate `missingSince`, these advance a ManualClock by the grace.
 import { describe, expect, it } from 'vitest';
 import { isConflict } from '../../../src/kube/client.ts';

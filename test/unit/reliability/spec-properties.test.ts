@@ -1,7 +1,7 @@
 // Bad input: BerthLease specs as a client could send them. The reconciler only validates specs that
 // passed the schema (parseBerthLease), so any JSON either gets a clear schema error there or validateSpec
 // answers undefined or one of the SpecError messages without throwing; on well-typed specs validateSpec
-// agrees with an independent reading of the §1.2 rules. (validateSpec itself is not total over raw JSON:
+// agrees with an independent reading of the docs/behaviour.md §1.2 rules. (validateSpec itself is not total over raw JSON:
 // `{"heartbeatIntervalSeconds": {"toString": 0}}` makes its `<=` throw; the schema keeps that out.)
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

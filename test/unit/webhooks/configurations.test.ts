@@ -1,4 +1,4 @@
-// The webhook configuration builders (spec §4.2) and the start-up verification of the live objects.
+// The webhook configuration builders (docs/behaviour.md §4.2) and the start-up verification of the live objects.
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import {

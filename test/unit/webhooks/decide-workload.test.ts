@@ -1,4 +1,4 @@
-// WorkloadAdmission's rules and exact messages (§4.4), spec §6.2 scenarios 24-27 and 31-33.
+// WorkloadAdmission's rules and exact messages (docs/behaviour.md §4.4), §6.2 scenarios 24-27 and 31-33.
 import { describe, expect, it } from 'vitest';
 import type { Binding } from '../../../webhooks/resolve.ts';
 import type { JsonObject } from '../../../webhooks/workload.ts';

@@ -1,4 +1,4 @@
-// The admission flags: defaults, env fallbacks, validation and the §4.1 start-up check.
+// The admission flags: defaults, env fallbacks, validation and the docs/behaviour.md §4.1 start-up check.
 import { describe, expect, it } from 'vitest';
 import { parseFlags, UsageError } from '../../../src/cli.ts';
 import { checkWorkloadOperatorIdentity, parseWebhookConfig, webhookFlags } from '../../../webhooks/flags.ts';

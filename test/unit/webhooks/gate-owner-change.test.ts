@@ -1,5 +1,5 @@
 // Only the operator lifts the Berth gate from a Pod that is or was managed, whatever its old version's
-// managed-lease metadata and whatever the UPDATE does to its owners (§4.3-4.4.1). Pinned from the CI
+// managed-lease metadata and whatever the UPDATE does to its owners (docs/behaviour.md §4.3-4.4.1). Pinned from the CI
 // counterexample of property.test.ts (seed -186193975, path 40:2:2:2:2:2:3:2:4:4:4:4): an ordinary user's
 // UPDATE dropped the controller owner, the metadata and the gate of a Pod of the managed ReplicaSet whose
 // old version carried only the managed-lease name annotation, and it was allowed because the binding was

@@ -1,4 +1,4 @@
-// recordTarget (§4.4 step 7e): the target's final CREATE records its UID in BerthLease status, never on
+// recordTarget (docs/behaviour.md §4.4 step 7e): the target's final CREATE records its UID in BerthLease status, never on
 // dry-run, never over a lease with cleanup responsibility or over an existing target.
 import { describe, expect, it } from 'vitest';
 import { KubeApiError } from '../../../src/kube/client.ts';

@@ -1,4 +1,4 @@
-// Binding resolution (§4.3) and its read cost (issue #6 "Cost per review"), through the shared handler
+// Binding resolution (docs/behaviour.md §4.3) and its read cost (issue #6 "Cost per review"), through the shared handler
 // flow with an in-memory AdmissionIO.
 import { describe, expect, it } from 'vitest';
 import { KubeApiError } from '../../../src/kube/client.ts';
