@@ -4,9 +4,9 @@
 // skip verification or are given a certificate directory instead (`--metrics-cert-dir`, certs/files.ts).
 import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
 import type { Logger } from '../src/observability/logger.ts';
-import { CertificateHolder } from './holder.ts';
+import { HeldCertificate } from './holder.ts';
 import { generateCa, issueLeaf } from './issue.ts';
-import type { CertificateListener, CertificateProvider, ServingCertificate } from './provider.ts';
+import type { CertificateProvider } from './provider.ts';
 import { renewalTime } from './timing.ts';
 
 /** As the webhook leaves (`--cert-leaf-validity`): the key never leaves the process anyway. */
@@ -23,22 +23,22 @@ export interface EphemeralProviderOptions {
   logger?: Logger;
 }
 
-export class EphemeralCertificateProvider implements CertificateProvider {
+export class EphemeralCertificateProvider extends HeldCertificate implements CertificateProvider {
   readonly mode = 'ephemeral' as const;
   readonly #o: EphemeralProviderOptions;
   readonly #clock: Clock;
   readonly #log: Logger | undefined;
-  readonly #holder: CertificateHolder;
   #timer: Timer | undefined;
   #issuing: Promise<void> | undefined;
   #started = false;
   #stopped = false;
 
   constructor(options: EphemeralProviderOptions) {
+    const log = options.logger?.child({ component: 'certificates', certMode: 'ephemeral' });
+    super(log);
     this.#o = options;
     this.#clock = options.clock ?? realClock;
-    this.#log = options.logger?.child({ component: 'certificates', certMode: 'ephemeral' });
-    this.#holder = new CertificateHolder(this.#log);
+    this.#log = log;
   }
 
   /** Issues the first pair and keeps renewing it. Never throws (a failure is logged and retried). */
@@ -48,22 +48,6 @@ export class EphemeralCertificateProvider implements CertificateProvider {
     if (signal?.aborted) return this.stop();
     signal?.addEventListener('abort', () => void this.stop(), { once: true });
     await this.#issue();
-  }
-
-  current(): ServingCertificate | undefined {
-    return this.#holder.current();
-  }
-
-  waitForCertificate(signal?: AbortSignal): Promise<void> {
-    return this.#holder.waitFor(signal);
-  }
-
-  onChange(listener: CertificateListener): () => void {
-    return this.#holder.onChange(listener);
-  }
-
-  expiry(): Date | undefined {
-    return this.#holder.expiry();
   }
 
   async stop(): Promise<void> {
@@ -81,7 +65,7 @@ export class EphemeralCertificateProvider implements CertificateProvider {
       try {
         const ca = await generateCa({ now, validityMs, name: this.#o.caName });
         const leaf = await issueLeaf(ca, { now, validityMs, dnsNames: this.#o.dnsNames });
-        this.#holder.set({ cert: leaf.cert, key: leaf.key, ca: ca.cert }, leaf.info.notAfter);
+        this.holder.set({ cert: leaf.cert, key: leaf.key, ca: ca.cert }, leaf.info.notAfter);
         next = renewalTime(leaf.info);
         this.#log?.info(
           { dnsNames: leaf.info.dnsNames, notAfter: leaf.info.notAfter.toISOString() },

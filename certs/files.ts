@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import type { Counter, Registry } from 'prom-client';
 import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
 import type { Logger } from '../src/observability/logger.ts';
-import { CertificateHolder } from './holder.ts';
+import { HeldCertificate } from './holder.ts';
 import { registerExpirySource, reloadErrorsCounter } from './metrics.ts';
 import { checkServingPair, parseCertificate } from './pair.ts';
-import type { CertificateListener, CertificateProvider, ServingCertificate } from './provider.ts';
+import type { CertificateProvider } from './provider.ts';
 import { SerialRunner } from './serial.ts';
 
 export const DEFAULT_CERT_DIR = '/tmp/k8s-webhook-server/serving-certs';
@@ -49,12 +49,11 @@ async function readOptional(path: string): Promise<string | undefined> {
   }
 }
 
-export class FilesCertificateProvider implements CertificateProvider {
+export class FilesCertificateProvider extends HeldCertificate implements CertificateProvider {
   readonly mode = 'files' as const;
   readonly #o: FilesProviderOptions;
   readonly #clock: Clock;
   readonly #log: Logger | undefined;
-  readonly #holder: CertificateHolder;
   readonly #errors: Counter | undefined;
   readonly #unregisterExpiry: () => void;
   readonly #runner = new SerialRunner(() => this.#load());
@@ -69,10 +68,11 @@ export class FilesCertificateProvider implements CertificateProvider {
   #lastProblem: string | undefined;
 
   constructor(options: FilesProviderOptions) {
+    const log = options.logger?.child({ component: 'certificates', certMode: 'files' });
+    super(log);
     this.#o = options;
     this.#clock = options.clock ?? realClock;
-    this.#log = options.logger?.child({ component: 'certificates', certMode: 'files' });
-    this.#holder = new CertificateHolder(this.#log);
+    this.#log = log;
     this.#certFile = options.certFile ?? 'tls.crt';
     this.#keyFile = options.keyFile ?? 'tls.key';
     this.#caFile = options.caFile ?? 'ca.crt';
@@ -82,7 +82,7 @@ export class FilesCertificateProvider implements CertificateProvider {
       registry === undefined
         ? () => {}
         : registerExpirySource(registry, () => {
-            const expiry = this.#holder.expiry();
+            const expiry = this.holder.expiry();
             return expiry === undefined ? undefined : (expiry.getTime() - this.#clock.now()) / 1000;
           });
   }
@@ -107,22 +107,6 @@ export class FilesCertificateProvider implements CertificateProvider {
   /** Re-reads the files now; resolves after a read that started after the call. */
   refresh(): Promise<void> {
     return this.#stopped ? Promise.resolve() : this.#runner.run();
-  }
-
-  current(): ServingCertificate | undefined {
-    return this.#holder.current();
-  }
-
-  waitForCertificate(signal?: AbortSignal): Promise<void> {
-    return this.#holder.waitFor(signal);
-  }
-
-  onChange(listener: CertificateListener): () => void {
-    return this.#holder.onChange(listener);
-  }
-
-  expiry(): Date | undefined {
-    return this.#holder.expiry();
   }
 
   async stop(): Promise<void> {
@@ -184,7 +168,7 @@ export class FilesCertificateProvider implements CertificateProvider {
       this.#reject(`cannot read ${dir}: ${errorCode(err)}`);
       return;
     }
-    const current = this.#holder.current();
+    const current = this.holder.current();
     if (current !== undefined && current.cert === cert && current.key === key && current.ca === ca) {
       this.#lastProblem = undefined;
       return;
@@ -203,7 +187,7 @@ export class FilesCertificateProvider implements CertificateProvider {
     }
     this.#lastProblem = undefined;
     const info = checked.value;
-    if (this.#holder.set(ca === undefined ? { cert, key } : { cert, key, ca }, info.notAfter)) {
+    if (this.holder.set(ca === undefined ? { cert, key } : { cert, key, ca }, info.notAfter)) {
       this.#log?.info(
         {
           dir,
@@ -220,7 +204,7 @@ export class FilesCertificateProvider implements CertificateProvider {
 
   #reject(reason: string): void {
     this.#errors?.inc();
-    const keeping = this.#holder.current() !== undefined;
+    const keeping = this.holder.current() !== undefined;
     // Log a persisting problem once, not on every poll.
     if (reason !== this.#lastProblem) {
       this.#log?.warn(

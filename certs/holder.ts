@@ -67,3 +67,31 @@ export class CertificateHolder {
     });
   }
 }
+
+/**
+ * The read side every CertificateProvider serves from its CertificateHolder (the pair to serve, waiting
+ * for the first one, change listeners, expiry): a provider extends it and sets `holder`'s pairs.
+ */
+export abstract class HeldCertificate {
+  protected readonly holder: CertificateHolder;
+
+  constructor(logger?: Logger) {
+    this.holder = new CertificateHolder(logger);
+  }
+
+  current(): ServingCertificate | undefined {
+    return this.holder.current();
+  }
+
+  waitForCertificate(signal?: AbortSignal): Promise<void> {
+    return this.holder.waitFor(signal);
+  }
+
+  onChange(listener: CertificateListener): () => void {
+    return this.holder.onChange(listener);
+  }
+
+  expiry(): Date | undefined {
+    return this.holder.expiry();
+  }
+}

@@ -26,10 +26,10 @@ import {
   signingCa,
 } from './authority.ts';
 import type { CaStore } from './ca-store.ts';
-import { CertificateHolder } from './holder.ts';
+import { HeldCertificate } from './holder.ts';
 import { DEFAULT_CA_NAME, generateCa, issueLeaf } from './issue.ts';
 import { registerExpirySource, reloadErrorsCounter } from './metrics.ts';
-import type { CertificateListener, CertificateProvider, ServingCertificate } from './provider.ts';
+import type { CertificateProvider } from './provider.ts';
 import { SerialRunner } from './serial.ts';
 import { isExpired } from './timing.ts';
 
@@ -60,12 +60,11 @@ export interface SelfSignedProviderOptions {
   registry?: Registry;
 }
 
-export class SelfSignedCertificateProvider implements CertificateProvider {
+export class SelfSignedCertificateProvider extends HeldCertificate implements CertificateProvider {
   readonly mode = 'selfsigned' as const;
   readonly #o: SelfSignedProviderOptions;
   readonly #clock: Clock;
   readonly #log: Logger | undefined;
-  readonly #holder: CertificateHolder;
   readonly #errors: Counter | undefined;
   readonly #unregisterExpiry: () => void;
   readonly #runner = new SerialRunner(() => this.#sync());
@@ -77,18 +76,19 @@ export class SelfSignedCertificateProvider implements CertificateProvider {
   #stopped = false;
 
   constructor(options: SelfSignedProviderOptions) {
+    const log = options.logger?.child({ component: 'certificates', certMode: 'selfsigned' });
+    super(log);
     if (options.dnsNames.length === 0) throw new Error('selfsigned certificates need at least one DNS name');
     this.#o = options;
     this.#clock = options.clock ?? realClock;
-    this.#log = options.logger?.child({ component: 'certificates', certMode: 'selfsigned' });
-    this.#holder = new CertificateHolder(this.#log);
+    this.#log = log;
     const registry = options.registry;
     this.#errors = registry === undefined ? undefined : reloadErrorsCounter(registry);
     this.#unregisterExpiry =
       registry === undefined
         ? () => {}
         : registerExpirySource(registry, () => {
-            const expiry = this.#holder.expiry();
+            const expiry = this.holder.expiry();
             return expiry === undefined ? undefined : (expiry.getTime() - this.#clock.now()) / 1000;
           });
   }
@@ -108,22 +108,6 @@ export class SelfSignedCertificateProvider implements CertificateProvider {
   /** Syncs now; resolves after a sync that started after the call. */
   refresh(): Promise<void> {
     return this.#stopped ? Promise.resolve() : this.#runner.run();
-  }
-
-  current(): ServingCertificate | undefined {
-    return this.#holder.current();
-  }
-
-  waitForCertificate(signal?: AbortSignal): Promise<void> {
-    return this.#holder.waitFor(signal);
-  }
-
-  onChange(listener: CertificateListener): () => void {
-    return this.#holder.onChange(listener);
-  }
-
-  expiry(): Date | undefined {
-    return this.#holder.expiry();
   }
 
   async stop(): Promise<void> {
@@ -263,7 +247,7 @@ export class SelfSignedCertificateProvider implements CertificateProvider {
     }
     const leaf = this.#leaf;
     if (leaf === undefined) return;
-    this.#holder.set(
+    this.holder.set(
       { cert: leaf.cert, key: leaf.key, ca: caBundlePem(state, this.#clock.now()) },
       leaf.info.notAfter,
     );
