@@ -17,6 +17,8 @@
 set -euo pipefail
 
 log() { echo "mariadb.sh: $*" >&2; }
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 server_bin() {
   local b
@@ -29,33 +31,9 @@ server_bin() {
   return 1
 }
 
-install_mariadb() {
-  if [ "${BERTH_MYSQL_NO_INSTALL:-}" = 1 ]; then
-    log "MariaDB is not installed (and BERTH_MYSQL_NO_INSTALL=1)"
-    return 1
-  fi
-  local sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    if sudo -n true 2>/dev/null; then sudo=(sudo -n); else
-      log "MariaDB is not installed and apt-get needs root"
-      return 1
-    fi
-  fi
-  log "installing Debian's mariadb-server package"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  # The package's own service is not started in containers (policy-rc.d); ours runs from DIR.
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    mariadb-server >&2
-}
-
 # The OS user owning the data directory and running the server.
 owner() {
   if [ "$(id -u)" -eq 0 ]; then echo mysql; else id -un; fi
-}
-
-random_port() {
-  # 20000-59999, outside the usual ephemeral range of Linux (32768-60999 overlaps a little; retried).
-  echo $((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
 }
 
 # Waits until the server answers a ping on its socket (0) or its process has gone (1).
@@ -75,7 +53,7 @@ start() {
   local bin dir password port tries pid user
   bin=$(server_bin) || true
   if [ -z "${bin:-}" ]; then
-    install_mariadb || exit 1
+    apt_install MariaDB BERTH_MYSQL_NO_INSTALL mariadb-server || exit 1
     bin=$(server_bin) || {
       log "mariadbd not found after installing"
       exit 1

@@ -15,28 +15,13 @@
 set -euo pipefail
 
 log() { echo "postgres.sh: $*" >&2; }
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 pg_bindir() {
   local d
   d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
   [ -n "$d" ] && [ -x "$d/initdb" ] && echo "$d"
-}
-
-install_postgres() {
-  if [ "${BERTH_PG_NO_INSTALL:-}" = 1 ]; then
-    log "PostgreSQL is not installed (and BERTH_PG_NO_INSTALL=1)"
-    return 1
-  fi
-  local sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    if sudo -n true 2>/dev/null; then sudo=(sudo -n); else
-      log "PostgreSQL is not installed and apt-get needs root"
-      return 1
-    fi
-  fi
-  log "installing Debian's postgresql package"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
 }
 
 # Runs a command as the cluster's owner.
@@ -48,16 +33,11 @@ as_owner() {
   fi
 }
 
-random_port() {
-  # 20000-59999, outside the usual ephemeral range of Linux (32768-60999 overlaps a little; retried).
-  echo $((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
-}
-
 start() {
   local bindir dir password port tries
   bindir=$(pg_bindir) || true
   if [ -z "${bindir:-}" ]; then
-    install_postgres || exit 1
+    apt_install PostgreSQL BERTH_PG_NO_INSTALL postgresql || exit 1
     bindir=$(pg_bindir) || {
       log "initdb not found after installing"
       exit 1
