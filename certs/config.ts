@@ -5,23 +5,10 @@ import { z } from 'zod';
 import type { FlagSpec, FlagValues } from '../src/cli.ts';
 import { UsageError } from '../src/cli.ts';
 import type { FlagDef } from '../src/config.ts';
+import { dns1035LabelSchema, dnsSubdomainSchema } from '../src/kube/names.ts';
 import { DEFAULT_CERT_DIR } from './files.ts';
 import { DEFAULT_CA_NAME } from './issue.ts';
 
-const dns1035Label = z
-  .string()
-  .max(63)
-  .regex(
-    /^[a-z]([-a-z0-9]*[a-z0-9])?$/,
-    'must be a DNS-1035 label (a Service name: lower-case, starts with a letter)',
-  );
-const dnsSubdomain = z
-  .string()
-  .max(253)
-  .regex(
-    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-    'must be a DNS subdomain (lower-case letters, digits, "-" and ".")',
-  );
 const MINUTE = 60_000;
 
 export const CERT_FLAGS = {
@@ -41,13 +28,13 @@ export const CERT_FLAGS = {
     kind: 'string',
     default: 'berth-operator-webhook',
     help: 'Service in front of the webhook server; the selfsigned leaf is issued for its DNS names',
-    schema: dns1035Label,
+    schema: dns1035LabelSchema,
   },
   'cert-ca-secret-name': {
     kind: 'string',
     default: DEFAULT_CA_NAME,
     help: 'Secret in the operator namespace holding the selfsigned CA (created by the first replica)',
-    schema: dnsSubdomain,
+    schema: dnsSubdomainSchema,
   },
   'cert-leaf-validity': {
     kind: 'duration',

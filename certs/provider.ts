@@ -20,22 +20,15 @@
 //   - `expiry()` is the serving certificate's notAfter.
 //   - `stop()` cancels timers and watchers and waits for in-flight work; `current()` stays readable.
 //
-// How an HTTPS server serves with it, without restarts (Node's https.Server or Fastify's `app.server`
-// are tls.Servers):
-//
-//   await provider.start(signal);
-//   await provider.waitForCertificate(signal);
-//   const tlsOptions = { minVersion: 'TLSv1.2' } as const;        // every option besides key/cert
-//   const pair = provider.current()!;
-//   const app = Fastify({ https: { ...tlsOptions, key: pair.key, cert: pair.cert }, ... });
-//   const detach = attachToTlsServer(provider, app.server, tlsOptions);   // certs/tls-server.ts
-//   ...
-//   detach(); await app.close(); await provider.stop();
-//
-// `attachToTlsServer` calls `server.setSecureContext({ ...tlsOptions, key, cert })` on every change: new
-// connections get the new pair, open keep-alive connections keep the old one (valid, and its CA is still in
-// the caBundle). setSecureContext rebuilds the whole context, so options such as `minVersion` must be passed
-// again each time, which is why the helper takes them.
+// How a server serves with it, without restarts: wait for the first pair, create the TLS server with it,
+// and on every `onChange` call `server.setSecureContext({ ...tlsOptions, key, cert })`: new connections
+// get the new pair, open keep-alive connections keep the old one (valid, and its CA is still in the
+// caBundle). setSecureContext rebuilds the whole context, so options such as `minVersion` must be passed
+// again each time. The two servers of the operator do this:
+//   - the admission server (webhooks/server.ts) subscribes itself, so that a pair that fails to load is
+//     counted in `berth_webhook_certificate_reload_errors_total` while the previous one keeps serving;
+//   - the `--metrics-secure` listener (src/secure-metrics.ts) uses `attachToTlsServer(provider, server,
+//     tlsOptions, logger)` (certs/tls-server.ts), detached when the server closes.
 //
 // Readiness: `certificateReadinessCheck(provider)` (certs/readiness.ts) fails until a valid pair is loaded
 // and once the served one has expired.

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { readCommandLine } from '../src/cli.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -44,14 +44,28 @@ export function build(outDir: string): string {
 }
 
 if (import.meta.main) {
-  try {
-    const { values } = parseArgs({
-      options: { 'out-dir': { type: 'string', default: join(ROOT, 'build') } },
-    });
-    process.stdout.write(`built ${build(resolve(values['out-dir']))}\n`);
-  } catch (err) {
-    process.stderr.write(`build: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode =
-      err instanceof OutDirError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
-  }
+  const values = readCommandLine(
+    'npm run',
+    {
+      name: 'build',
+      summary: 'Compiles the operator to JavaScript as the image ships it.',
+      flags: [
+        {
+          name: 'out-dir',
+          kind: 'string',
+          default: join(ROOT, 'build'),
+          help: 'Output directory (emptied first)',
+        },
+      ],
+    },
+    process.argv.slice(2),
+  );
+  if (typeof values === 'number') process.exitCode = values;
+  else
+    try {
+      process.stdout.write(`built ${build(resolve(values['out-dir'] as string))}\n`);
+    } catch (err) {
+      process.stderr.write(`build: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = err instanceof OutDirError ? 2 : 1;
+    }
 }

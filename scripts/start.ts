@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { type CommandSpec, readCommandLine } from '../src/cli.ts';
 import { quickstart, startLocalSystem } from './local-system.ts';
 
 function clusterConfigured(env: NodeJS.ProcessEnv): boolean {
@@ -16,31 +16,40 @@ function clusterConfigured(env: NodeJS.ProcessEnv): boolean {
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const LOCAL_COMMAND: CommandSpec = {
+  name: 'start',
+  summary:
+    'Runs a local control plane, the install, a central server and the operator (no cluster configured).',
+  flags: [
+    { name: 'cluster-id', kind: 'string', default: 'local', help: "The operator's --cluster-id" },
+    { name: 'nodes', kind: 'number', default: 2, help: 'KWOK nodes of the local control plane' },
+    {
+      name: 'log-level',
+      kind: 'string',
+      default: 'info',
+      help: `The operator's log level (${LEVELS.join(', ')})`,
+    },
+    {
+      name: 'dir',
+      kind: 'string',
+      default: '.berth-local',
+      help: 'Where the control plane keeps its data and kubeconfig',
+    },
+  ],
+};
+
 async function local(argv: string[]): Promise<number> {
-  let values: { 'cluster-id': string; nodes: string; 'log-level': string; dir: string };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        'cluster-id': { type: 'string', default: 'local' },
-        nodes: { type: 'string', default: '2' },
-        'log-level': { type: 'string', default: 'info' },
-        dir: { type: 'string', default: '.berth-local' },
-      },
-    }));
-  } catch (err) {
-    process.stderr.write(`npm start: ${(err as Error).message.split('\n')[0]}\n`);
-    return 2;
-  }
-  const nodes = Number(values.nodes);
+  const values = readCommandLine('npm', LOCAL_COMMAND, argv);
+  if (typeof values === 'number') return values;
+  const nodes = values.nodes as number;
   if (!Number.isInteger(nodes) || nodes < 1) {
-    process.stderr.write(`npm start: --nodes ${values.nodes}: expected a whole number of at least 1\n`);
+    process.stderr.write(`npm start: --nodes ${nodes}: expected a whole number of at least 1\n`);
     return 2;
   }
   const logLevel = LEVELS.find((l) => l === values['log-level']);
   if (logLevel === undefined) {
     process.stderr.write(
-      `npm start: --log-level ${values['log-level']}: expected one of ${LEVELS.join(', ')}\n`,
+      `npm start: --log-level ${String(values['log-level'])}: expected one of ${LEVELS.join(', ')}\n`,
     );
     return 2;
   }
@@ -49,8 +58,8 @@ async function local(argv: string[]): Promise<number> {
   };
   log('No cluster configured (KUBECONFIG, ~/.kube/config): starting a local control plane.');
   const system = await startLocalSystem({
-    dir: resolve(values.dir),
-    clusterId: values['cluster-id'],
+    dir: resolve(values.dir as string),
+    clusterId: values['cluster-id'] as string,
     nodes,
     logLevel,
     log,

@@ -30,21 +30,41 @@ export class UsageError extends Error {
   }
 }
 
-const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
+// Go's time.ParseDuration units, in milliseconds; longest first, so `ms` is not read as `m` + `s`.
+const DURATION_UNITS_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 1e-3, µs: 1e-3, ns: 1e-6 } as const;
+type DurationUnit = keyof typeof DURATION_UNITS_MS;
+const DURATION = /^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/;
+const DURATION_PART = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g;
 
-/** Go-style durations (`30s`, `1m30s`, `500ms`) in milliseconds. */
+/** Go durations (`30s`, `1m30s`, `500ms`, `1.5h`, `250us`) in milliseconds, as Go's time.ParseDuration reads them. */
 export function parseDuration(text: string): number {
   // Go's time.ParseDuration accepts a bare 0 (and only 0) without a unit.
   if (text === '0') return 0;
   if (!DURATION.test(text))
     throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 1m, 500ms`);
   let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
-    const n = Number(m[1]);
-    total += n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[m[2] as 'ms' | 's' | 'm' | 'h'];
-  }
+  for (const m of text.matchAll(DURATION_PART))
+    total += Number(m[1]) * DURATION_UNITS_MS[m[2] as DurationUnit];
   return total;
 }
+
+/** Milliseconds as Go's `time.Duration.String` writes them (`30s`, `1m30s`, `300ms`, `1.5s`, `-2s`): logs, notes, messages. */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  const sign = ms < 0 ? '-' : '';
+  let rest = Math.abs(ms);
+  if (rest < 1_000) return `${sign}${trimFraction(rest.toFixed(6))}ms`;
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const secs = trimFraction((rest / 1_000).toFixed(9));
+  if (hours > 0) return `${sign}${hours}h${minutes}m${secs}s`;
+  if (minutes > 0) return `${sign}${minutes}m${secs}s`;
+  return `${sign}${secs}s`;
+}
+
+const trimFraction = (text: string): string => (text.includes('.') ? text.replace(/\.?0+$/, '') : text);
 
 function convert(flag: FlagSpec, raw: string, source: string): FlagScalar {
   switch (flag.kind) {
@@ -144,4 +164,27 @@ export function programHelp(program: string, commands: CommandSpec[]): string {
     `Run "${program} <command> --help" for the flags of a command.`,
     '',
   ].join('\n');
+}
+
+/**
+ * One command line, the way every entry point reads it (the subcommands, the npm scripts, hack/): the
+ * flags, or the exit code once `--help` (0) or a usage error (2, one line on stderr) has been written.
+ */
+export function readCommandLine(
+  program: string,
+  spec: CommandSpec,
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): FlagValues | number {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(helpText(program, spec));
+    return 0;
+  }
+  try {
+    return parseFlags(spec, argv, env);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`${program}: ${err.message}\n`);
+    return 2;
+  }
 }

@@ -9,8 +9,9 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { FlagKind, FlagSpec, FlagValues } from './cli.ts';
-import { UsageError } from './cli.ts';
-import { JITTER_FACTOR } from './kube/leader.ts';
+import { formatDuration, UsageError } from './cli.ts';
+import { JITTER_FACTOR } from './kube/leader-decision.ts';
+import { dnsSubdomainSchema, isDnsLabel, optionalNamespaceSchema } from './kube/names.ts';
 import { parseBindAddress, sameFixedListener } from './observability/health.ts';
 import { LOG_LEVELS } from './observability/logger.ts';
 
@@ -24,17 +25,6 @@ export interface FlagDef {
   schema: z.ZodType;
 }
 
-const dnsLabel = z
-  .string()
-  .max(63)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS label (lower-case letters, digits and "-")');
-const dnsSubdomain = z
-  .string()
-  .max(253)
-  .regex(
-    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-    'must be a DNS subdomain (lower-case letters, digits, "-" and ".")',
-  );
 const duration = z.number().positive('must be greater than zero');
 const bindAddress = z.string().refine(
   (value) => {
@@ -61,7 +51,7 @@ export const RUN_FLAGS = {
     default: '',
     env: 'POD_NAMESPACE',
     help: 'Namespace the operator runs in; when empty, read from the service account namespace file',
-    schema: z.union([z.literal(''), dnsLabel]),
+    schema: optionalNamespaceSchema,
   },
   'leader-elect': {
     kind: 'boolean',
@@ -73,13 +63,13 @@ export const RUN_FLAGS = {
     kind: 'string',
     default: 'berth-operator-leader',
     help: 'Name of the coordination.k8s.io Lease used for leader election',
-    schema: dnsSubdomain,
+    schema: dnsSubdomainSchema,
   },
   'leader-election-namespace': {
     kind: 'string',
     default: '',
     help: 'Namespace of the leader election Lease; when empty, the operator namespace',
-    schema: z.union([z.literal(''), dnsLabel]),
+    schema: optionalNamespaceSchema,
   },
   'leader-election-lease-duration': {
     kind: 'duration',
@@ -258,11 +248,6 @@ export function parseRunConfig(values: FlagValues): RunConfig {
   throw new UsageError(`invalid value${shown} for ${where}: ${first?.message ?? 'invalid'}`);
 }
 
-/** Milliseconds as a Go-style duration, for messages: 5000 -> "5s", 1500 -> "1500ms". */
-export function formatDuration(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
-}
-
 export const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 /**
@@ -280,7 +265,7 @@ export async function resolveOperatorNamespace(
   } catch {
     // not running in a cluster
   }
-  if (fromFile !== '' && dnsLabel.safeParse(fromFile).success) return fromFile;
+  if (fromFile !== '' && isDnsLabel(fromFile)) return fromFile;
   throw new UsageError(
     `cannot determine the operator namespace: pass --namespace or set POD_NAMESPACE (${SERVICE_ACCOUNT_NAMESPACE_FILE} is ${fromFile === '' ? 'not available' : 'invalid'})`,
   );

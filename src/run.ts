@@ -1,6 +1,7 @@
 // `berth-operator run`: the operator process. Validates the flags once, then builds the manager (health
-// and metrics server, leader election, and — as later issues add them — the certificate provider,
-// admission server, informers and controllers) and runs it until SIGTERM/SIGINT or lost leadership.
+// and metrics server, leader election) and the runnables of the features the flags enable (webhook
+// certificates, admission server and registration, the BerthLease controller, managed workloads, the node
+// taint guard; docs/architecture.md) and runs it until SIGTERM/SIGINT or lost leadership.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { certFlags } from '../certs/config.ts';
@@ -15,6 +16,7 @@ import {
 } from '../webhooks/configurations.ts';
 import { webhookFlags } from '../webhooks/flags.ts';
 import { WebhookRegistration } from '../webhooks/registration.ts';
+import type { AdmissionHandler } from '../webhooks/server.ts';
 import { AdmissionServer } from '../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../webhooks/workload-admission.ts';
 import { berthFlags, leaseClientFor } from './berth/config.ts';
@@ -26,6 +28,13 @@ import type { CommandSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
 import { parseRunConfig, RUN_FLAG_SPECS, type RunConfig, resolveOperatorNamespace } from './config.ts';
 import { type FeatureConfigs, parseFeatureConfigs } from './features.ts';
+import {
+  injectionMutatingConfiguration,
+  injectionValidatingConfiguration,
+} from './injection/configurations.ts';
+import { injectionFlags } from './injection/flags.ts';
+import { injectionHandlers } from './injection/handlers.ts';
+import { injectorSettings } from './injection/settings.ts';
 import { KubeTransport, loadKubeConfig } from './kube/client.ts';
 import { EventRecorder, eventSinkFor } from './kube/events.ts';
 import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
@@ -39,7 +48,14 @@ import { secureMetrics } from './secure-metrics.ts';
 export const runCommand: CommandSpec = {
   name: 'run',
   summary: 'Run the operator against the cluster of the kubeconfig (or in-cluster) until SIGTERM/SIGINT.',
-  flags: [...RUN_FLAG_SPECS, ...berthFlags, ...webhookFlags, ...certFlags, ...nodeTaintFlags],
+  flags: [
+    ...RUN_FLAG_SPECS,
+    ...berthFlags,
+    ...webhookFlags,
+    ...certFlags,
+    ...nodeTaintFlags,
+    ...injectionFlags,
+  ],
 };
 
 /** Identifies this controller in Events (events.k8s.io/v1 reportingController). */
@@ -69,9 +85,11 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
   const { logger, features } = deps;
   const registry = createRegistry();
   const identity = defaultIdentity();
+  // One API transport (one connection pool) for every feature of the process; closed last.
+  const transport = new KubeTransport(deps.kubeConfig);
   const elector = config.leaderElect
     ? new LeaderElector({
-        client: kubeLeaseClient(deps.kubeConfig),
+        client: kubeLeaseClient(deps.kubeConfig, transport),
         namespace: config.leaderElectionNamespace || deps.namespace,
         name: config.leaderElectionId,
         identity,
@@ -85,7 +103,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     : undefined;
   const secure =
     config.metricsSecure && parseBindAddress(config.metricsBindAddress) !== undefined
-      ? secureMetrics({ certDir: config.metricsCertDir, kubeConfig: deps.kubeConfig, logger })
+      ? secureMetrics({ certDir: config.metricsCertDir, transport, logger })
       : undefined;
   const manager = new Manager({
     logger,
@@ -100,7 +118,6 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     ...(deps.onLifecycle ? { onEvent: deps.onLifecycle } : {}),
   });
   if (secure) manager.add(secure.runnable);
-  const transport = new KubeTransport(deps.kubeConfig);
   const recorder = new EventRecorder({
     sink: eventSinkFor(deps.kubeConfig),
     reportingController: REPORTING_CONTROLLER,
@@ -114,10 +131,12 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
       : undefined;
     addBerthLeases(manager, deps, { transport, recorder, registry, failoverBoundMs });
   }
-  if (features.webhook.enableWorkloadAdmission) addWorkloadAdmission(manager, deps, registry);
+  if (features.webhook.enableWorkloadAdmission || features.injection.enabled)
+    addAdmission(manager, deps, { transport, registry });
   if (
     features.berth.apiServer === '' &&
     !features.webhook.enableWorkloadAdmission &&
+    !features.injection.enabled &&
     !features.nodeTaint.enabled
   )
     logger.warn(
@@ -210,13 +229,19 @@ function addBerthLeases(
 }
 
 /**
- * WorkloadAdmission on every replica: the serving certificate (ready once a valid pair is loaded), the
- * HTTPS admission server, the check that the live webhook configurations exclude this namespace and keep
- * their fail-closed settings, and on the leader the registration of those configurations.
+ * The admission webhooks on every replica — WorkloadAdmission and helper injection, each when enabled —
+ * behind one serving certificate (ready once a valid pair is loaded) and one HTTPS admission server; the
+ * check that WorkloadAdmission's live configurations exclude this namespace and keep their fail-closed
+ * settings; and on the leader the registration of each feature's configurations.
  */
-function addWorkloadAdmission(manager: Manager, deps: OperatorDeps, registry: Registry): void {
+function addAdmission(
+  manager: Manager,
+  deps: OperatorDeps,
+  shared: { transport: KubeTransport; registry: Registry },
+): void {
+  const { transport, registry } = shared;
   const { features, logger, namespace, kubeConfig: kc } = deps;
-  const { webhook, certs } = features;
+  const { webhook, certs, injection } = features;
   const provider: CertificateProvider = createCertificateProvider(certs, { kc, namespace, logger, registry });
   manager.probes.addReadyzCheck('webhook-certificate', certificateReadinessCheck(provider));
   manager.add({
@@ -230,55 +255,87 @@ function addWorkloadAdmission(manager: Manager, deps: OperatorDeps, registry: Re
     stop: () => provider.stop(),
   });
 
-  const transport = new KubeTransport(kc);
   const params = { namespace, serviceName: certs.webhookServiceName, name: webhook.webhookConfigurationName };
-  const liveCheck = configurationCheck({
-    read: () => readWebhookConfigurations(transport, webhook.webhookConfigurationName),
-    params,
-    logger,
-  });
-  manager.probes.addReadyzCheck('webhook-configurations', liveCheck.check);
+  const liveCheck = webhook.enableWorkloadAdmission
+    ? configurationCheck({
+        read: () => readWebhookConfigurations(transport, webhook.webhookConfigurationName),
+        params,
+        logger,
+      })
+    : undefined;
+  if (liveCheck) manager.probes.addReadyzCheck('webhook-configurations', liveCheck.check);
+  const settings = injection.enabled ? injectorSettings(injection, features.berth, namespace) : undefined;
+  if (settings)
+    logger.info(
+      { helperImage: settings.helperImage, controlPlaneNamespaces: settings.controlPlaneNamespaces },
+      'helper injection enabled',
+    );
   let server: AdmissionServer | undefined;
-  let admission: ReturnType<typeof kubeWorkloadAdmission> | undefined;
   manager.add({
     name: 'admission-server',
     needLeaderElection: false,
     group: 'webhooks',
     start: async () => {
-      admission = kubeWorkloadAdmission({ kc, operatorUser: webhook.workloadOperatorUser, registry });
+      const handlers: AdmissionHandler[] = [];
+      if (webhook.enableWorkloadAdmission) {
+        handlers.push(
+          ...kubeWorkloadAdmission({ transport, operatorUser: webhook.workloadOperatorUser, registry }),
+        );
+      }
+      if (settings) handlers.push(...injectionHandlers(settings));
       server = new AdmissionServer({
         port: webhook.webhookPort,
         certificates: provider,
-        handlers: admission.handlers,
+        handlers,
         registry,
         logger,
       });
       await server.start();
       deps.onWebhookListening?.(server.port);
       manager.probes.addReadyzCheck('webhook', server.startedCheck);
-      void liveCheck.start();
+      if (liveCheck) void liveCheck.start();
     },
     drain: () => server?.drain(),
     stop: async () => {
-      liveCheck.stop();
+      liveCheck?.stop();
       await server?.close();
-      admission?.close();
-      transport.close();
     },
   });
 
-  if (webhook.webhookRegistration) {
-    const registration = new WebhookRegistration({
-      kc,
+  if (!webhook.webhookRegistration) return;
+  const service = { namespace, name: certs.webhookServiceName };
+  const pairs = [];
+  if (webhook.enableWorkloadAdmission)
+    pairs.push({
+      controllerName: 'webhook-registration',
       mutating: mutatingWebhookConfiguration(params),
       validating: validatingWebhookConfiguration(params),
-      service: { namespace, name: certs.webhookServiceName },
+    });
+  if (settings) {
+    const injectionParams = {
+      namespace,
+      serviceName: certs.webhookServiceName,
+      name: injection.configurationName,
+      controlPlaneNamespaces: settings.controlPlaneNamespaces,
+      failurePolicy: injection.failurePolicy,
+    };
+    pairs.push({
+      controllerName: 'injection-webhook-registration',
+      mutating: injectionMutatingConfiguration(injectionParams),
+      validating: injectionValidatingConfiguration(injectionParams),
+    });
+  }
+  for (const pair of pairs) {
+    const registration = new WebhookRegistration({
+      transport,
+      ...pair,
+      service,
       source: provider,
       logger,
       registry,
     });
     manager.add({
-      name: 'webhook-registration',
+      name: pair.controllerName,
       needLeaderElection: true,
       start: (signal) => registration.start(signal),
       stop: () => registration.stop(),

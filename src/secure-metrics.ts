@@ -7,13 +7,12 @@
 // runnable of the first start group) has one, TLS handshakes fail, and readiness does not wait for it.
 import { createServer, type Server as HttpsServer } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { EphemeralCertificateProvider } from '../certs/ephemeral.ts';
 import { FilesCertificateProvider } from '../certs/files.ts';
 import type { CertificateProvider } from '../certs/provider.ts';
 import { attachToTlsServer } from '../certs/tls-server.ts';
 import { reviewNonResourceAccess, reviewToken } from './kube/access-review.ts';
-import { KubeTransport } from './kube/client.ts';
+import type { KubeRequester } from './kube/client.ts';
 import type { Clock } from './kube/clock.ts';
 import type { Runnable } from './kube/manager.ts';
 import { METRICS_ACCESS, ScrapeAuthorizer, type ScrapeCacheTtls } from './kube/metrics-auth.ts';
@@ -29,7 +28,8 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
 export interface SecureMetricsOptions {
   /** `--metrics-cert-dir`; empty: a self-signed certificate in memory. */
   certDir: string;
-  kubeConfig: KubeConfig;
+  /** The process's API transport; each review is bounded by REVIEW_TIMEOUT_MS. */
+  transport: KubeRequester;
   logger: Logger;
   clock?: Clock;
   ttls?: ScrapeCacheTtls;
@@ -54,7 +54,9 @@ export function secureMetrics(options: SecureMetricsOptions): SecureMetrics {
           ...clock,
         })
       : new FilesCertificateProvider({ dir: options.certDir, logger, ...clock });
-  const transport = new KubeTransport(options.kubeConfig, { requestTimeoutMs: REVIEW_TIMEOUT_MS });
+  const transport: KubeRequester = {
+    request: (req) => options.transport.request({ ...req, timeoutMs: REVIEW_TIMEOUT_MS }),
+  };
   const authorizer = new ScrapeAuthorizer({
     reviewer: {
       reviewToken: (token) => reviewToken(transport, token),
@@ -87,10 +89,7 @@ export function secureMetrics(options: SecureMetricsOptions): SecureMetrics {
       needLeaderElection: false,
       group: 'certificates',
       start: (signal) => provider.start(signal),
-      stop: async () => {
-        await provider.stop();
-        await transport.close();
-      },
+      stop: () => provider.stop(),
     },
   };
 }

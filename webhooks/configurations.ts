@@ -18,6 +18,7 @@ import {
 } from '../src/berth/api.ts';
 import { isNotFound, type KubeRequester, readJson } from '../src/kube/client.ts';
 import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
+import { matchesLabelSelector } from '../src/kube/labels.ts';
 import type { HealthCheck } from '../src/observability/health.ts';
 import type { Logger } from '../src/observability/logger.ts';
 import { apiErrorMessage } from './resolve.ts';
@@ -158,36 +159,6 @@ export function validatingWebhookConfiguration(
 
 // ---- verification of the live objects ----
 
-/** Label selector semantics (matchLabels AND every matchExpression), as the API server applies them. */
-export function selectorMatches(
-  selector: V1LabelSelector | undefined,
-  labels: Record<string, string>,
-): boolean {
-  if (selector === undefined) return true;
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const e of selector.matchExpressions ?? []) {
-    const has = Object.hasOwn(labels, e.key);
-    const values = e.values ?? [];
-    switch (e.operator) {
-      case 'In':
-        if (!has || !values.includes(labels[e.key]!)) return false;
-        break;
-      case 'NotIn':
-        if (has && values.includes(labels[e.key]!)) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
-}
-
 type AnyWebhook = V1MutatingWebhook | V1ValidatingWebhook;
 
 // Rule matching as the API server does it: `*` is every resource but no subresource, `*/*` everything.
@@ -253,7 +224,7 @@ function verifyWebhook(
     problems.push(`${at} has sideEffects ${live.sideEffects ?? '(none)'}, want ${expected.sideEffects}`);
   }
   for (const ns of excludedNamespaces(namespace)) {
-    if (selectorMatches(live.namespaceSelector, { [NAMESPACE_NAME_LABEL]: ns })) {
+    if (matchesLabelSelector(live.namespaceSelector, { [NAMESPACE_NAME_LABEL]: ns })) {
       const own = ns === namespace ? 'the operator namespace ' : '';
       problems.push(
         `${at} does not exclude ${own}${JSON.stringify(ns)} (namespaceSelector must exclude ${NAMESPACE_NAME_LABEL} NotIn [${excludedNamespaces(namespace).join(', ')}])`,

@@ -3,6 +3,7 @@
 // lease-dependent rules (7c-7e) live in decide-workload.ts.
 import { isDeepStrictEqual } from 'node:util';
 import { AdmissionMessage, MANAGED_LEASE, MANAGED_UID } from '../src/berth/api.ts';
+import { type Metadata, ownerReferencesOf, type Workload } from '../src/workloads/model.ts';
 import type { Binding } from './resolve.ts';
 import { type Denied, deny } from './review.ts';
 import {
@@ -11,12 +12,9 @@ import {
   hasManagedUIDAnnotation,
   isInactive,
   labelsOf,
-  type Metadata,
   nodeNameOf,
-  ownerReferencesOf,
+  type ReviewKind,
   templateOf,
-  type Workload,
-  type WorkloadKind,
 } from './workload.ts';
 
 /** A denial for one of the fixed messages of §4.4; the reason label is the message's key. */
@@ -33,7 +31,7 @@ export const sameOwners = (o: Workload, old: Workload): boolean =>
  * It may be stopped, or (a Pod) touched without changing its spec, but not adopted, released from its
  * managed controller, started or given the managed identity.
  */
-export function decideUnadmittedUpdate(o: Workload, old: Workload, kind: WorkloadKind): Denied | undefined {
+export function decideUnadmittedUpdate(o: Workload, old: Workload, kind: ReviewKind): Denied | undefined {
   if (!sameOwners(o, old)) return denyWith('cannotAdopt');
   const stoppedOrUntouched =
     kind === 'Pod' ? isDeepStrictEqual(o.spec ?? null, old.spec ?? null) : isInactive(o, kind);
@@ -47,7 +45,7 @@ const carriesBinding = (m: Metadata | null | undefined, b: Binding): boolean =>
   labelsOf(m)[MANAGED_UID] === b.uid;
 
 /** Whether this write takes the scheduling gate off (old template gated, new one not). */
-export function removesGate(o: Workload, old: Workload | undefined, kind: WorkloadKind): boolean {
+export function removesGate(o: Workload, old: Workload | undefined, kind: ReviewKind): boolean {
   if (old === undefined) return false;
   return hasGate(templateOf(old, kind)) && !hasGate(templateOf(o, kind));
 }
@@ -56,7 +54,7 @@ export interface ManagedObjectInput {
   object: Workload;
   /** The old object on UPDATE. */
   old: Workload | undefined;
-  kind: WorkloadKind;
+  kind: ReviewKind;
   binding: Binding;
   /** The request's username is the operator's service account. */
   isOperator: boolean;

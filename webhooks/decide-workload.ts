@@ -2,6 +2,8 @@
 // /validate-managed-workloads: the binding subresource, binding resolution, stamping on the mutating path,
 // and on the validating path the rules of decide-validate.ts plus the lease-dependent ones (gate removal,
 // activation, recordTarget). All I/O goes through the AdmissionIO passed in.
+
+import { type JsonObject, parseWorkload, type Workload } from '../src/workloads/model.ts';
 import {
   decideUnadmittedUpdate,
   denyWith,
@@ -26,12 +28,9 @@ import {
   hasGate,
   hasManagedUIDAnnotation,
   increasesActivity,
-  type JsonObject,
-  parseWorkload,
+  type ReviewKind,
+  reviewKind,
   templateOf,
-  type Workload,
-  type WorkloadKind,
-  workloadKind,
 } from './workload.ts';
 
 export type AdmissionMode = 'mutate' | 'validate';
@@ -78,7 +77,7 @@ interface Parsed {
   raw: JsonObject;
   object: Workload;
   old: Workload | undefined;
-  kind: WorkloadKind;
+  kind: ReviewKind;
   apiVersion: string;
   namespace: string;
 }
@@ -94,7 +93,7 @@ function parseRequest(req: AdmissionRequest): Parsed | Decision {
     if (!parsedOld.ok) return malformed(`request.oldObject.${parsedOld.error}`);
     old = parsedOld.value;
   }
-  const kind = workloadKind(req.kind.group, req.kind.kind);
+  const kind = reviewKind(req.kind.group, req.kind.kind);
   const namespace = req.namespace ?? '';
   if (namespace === '' && kind !== 'Other') return malformed(`request.namespace is required for a ${kind}`);
   const apiVersion = req.kind.group === '' ? req.kind.version : `${req.kind.group}/${req.kind.version}`;

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { AdmissionMessage } from '../src/berth/api.ts';
 import { type FlagSpec, type FlagValues, UsageError } from '../src/cli.ts';
+import { dnsSubdomainSchema, optionalNamespaceSchema } from '../src/kube/names.ts';
 import { DEFAULT_CONFIGURATION_NAME } from './configurations.ts';
 import { DEFAULT_WEBHOOK_PORT } from './server.ts';
 
@@ -53,18 +54,6 @@ export const webhookFlags: FlagSpec[] = [
   },
 ];
 
-const dnsLabel = z
-  .string()
-  .max(63)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS label (lower-case letters, digits and "-")');
-const dnsSubdomain = z
-  .string()
-  .max(253)
-  .regex(
-    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-    'must be a DNS subdomain (lower-case letters, digits, "-" and ".")',
-  );
-
 const SERVICE_ACCOUNT_USER = /^system:serviceaccount:([^:]+):([^:]+)$/;
 
 /**
@@ -82,11 +71,11 @@ export function checkWorkloadOperatorIdentity(user: string, namespace: string): 
 const schema = z
   .object({
     'webhook-port': z.number().int('must be a whole number').min(0).max(65535, 'must be a port (0-65535)'),
-    'webhook-configuration-name': dnsSubdomain,
+    'webhook-configuration-name': dnsSubdomainSchema,
     'webhook-registration': z.boolean(),
     'enable-workload-admission': z.boolean(),
     'workload-operator-user': z.string(),
-    'workload-operator-namespace': z.union([z.literal(''), dnsLabel]),
+    'workload-operator-namespace': optionalNamespaceSchema,
   })
   .superRefine((f, ctx) => {
     if (!f['enable-workload-admission']) return;

@@ -1,7 +1,8 @@
 // The I/O WorkloadAdmission needs, as a small interface: direct (uncached) reads of BerthLeases, owners,
 // targets and Pods, and the one write (BerthLease status at the target's final CREATE). The decisions take
 // it as a parameter, so unit tests pass an in-memory fake; kube-io.ts implements it over the API server.
-import type { JsonObject, WorkloadKind } from './workload.ts';
+import type { JsonObject } from '../src/workloads/model.ts';
+import type { ReviewKind } from './workload.ts';
 
 export type { JsonObject };
 
@@ -20,7 +21,7 @@ export interface AdmissionIO {
   /** GET of one BerthLease; undefined when it does not exist. */
   getLease(namespace: string, name: string): Promise<JsonObject | undefined>;
   /** GET of a Pod or a workload of a handled kind; undefined when it does not exist. */
-  getWorkload(kind: WorkloadKind, namespace: string, name: string): Promise<JsonObject | undefined>;
+  getWorkload(kind: ReviewKind, namespace: string, name: string): Promise<JsonObject | undefined>;
   /** Status update (PUT of the status subresource) carrying the read resourceVersion; 409 on a race. */
   updateLeaseStatus(lease: JsonObject): Promise<void>;
 }
@@ -69,7 +70,7 @@ export class CountingIO implements AdmissionIO {
     return this.#read('get-lease').getLease(namespace, name);
   }
 
-  getWorkload(kind: WorkloadKind, namespace: string, name: string): Promise<JsonObject | undefined> {
+  getWorkload(kind: ReviewKind, namespace: string, name: string): Promise<JsonObject | undefined> {
     return this.#read('get-workload').getWorkload(kind, namespace, name);
   }
 

@@ -9,21 +9,13 @@ import {
   readJson,
   resourcePath,
 } from '../src/kube/client.ts';
+import { workloadPath } from '../src/workloads/paths.ts';
 import type { AdmissionIO, JsonObject, LeaseList } from './io.ts';
-import { OWNER_RESOURCES, type WorkloadKind } from './workload.ts';
 
 const isRecord = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const leasesPath = (namespace: string): string =>
   resourcePath({ group: GROUP, version: VERSION, plural: PLURAL, namespace });
-
-function workloadPath(kind: WorkloadKind, namespace: string, name: string): string {
-  if (kind === 'Pod')
-    return `${resourcePath({ version: 'v1', plural: 'pods', namespace })}/${encodeURIComponent(name)}`;
-  const r = OWNER_RESOURCES[kind];
-  if (r === undefined) throw new Error(`cannot read objects of kind ${kind}`);
-  return `${resourcePath({ group: r.group, version: 'v1', plural: r.plural, namespace })}/${encodeURIComponent(name)}`;
-}
 
 /** An AdmissionIO whose requests are aborted with `signal`. */
 export function kubeAdmissionIO(transport: KubeRequester, signal?: AbortSignal): AdmissionIO {
@@ -48,7 +40,10 @@ export function kubeAdmissionIO(transport: KubeRequester, signal?: AbortSignal):
       return { items, complete: !more };
     },
     getLease: (namespace, name) => getOrUndefined(`${leasesPath(namespace)}/${encodeURIComponent(name)}`),
-    getWorkload: (kind, namespace, name) => getOrUndefined(workloadPath(kind, namespace, name)),
+    getWorkload: (kind, namespace, name) => {
+      if (kind === 'Other') throw new Error('cannot read objects of kind Other');
+      return getOrUndefined(workloadPath(kind, namespace, name));
+    },
     async updateLeaseStatus(lease: JsonObject): Promise<void> {
       const metadata = isRecord(lease.metadata) ? lease.metadata : {};
       const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : '';

@@ -15,7 +15,7 @@ import {
 } from './leases.ts';
 import { apiErrorMessage, type Binding } from './resolve.ts';
 import { allow, type Decision, deny } from './review.ts';
-import type { WorkloadKind } from './workload.ts';
+import type { ReviewKind } from './workload.ts';
 
 /** Attempts of the read-check-write cycle when the status write loses a race. */
 export const RECORD_TARGET_ATTEMPTS = 3;
@@ -27,7 +27,7 @@ export interface RecordTargetInput {
   binding: Binding;
   /** The object being created (apiVersion and kind from the request). */
   object: ObjectRef & { kind: string; uid: string };
-  workloadKind: WorkloadKind;
+  workloadKind: ReviewKind;
   dryRun: boolean;
 }
 

@@ -17,7 +17,6 @@
 // guarded by the resourceVersion read, so it cannot overwrite a concurrent change; a 409 re-reads and
 // retries (bounded), then the key is requeued with backoff.
 import type {
-  KubeConfig,
   KubernetesObject,
   V1EndpointSlice,
   V1MutatingWebhook,
@@ -33,7 +32,7 @@ import {
   isAlreadyExists,
   isConflict,
   isNotFound,
-  KubeTransport,
+  type KubeTransport,
   type RawRequest,
   readJson,
 } from '../src/kube/client.ts';
@@ -77,11 +76,20 @@ export function ownerReference(clusterRole: { name: string; uid: string }): V1Ow
   return { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', ...clusterRole };
 }
 
+/** An objectSelector without terms (the API server defaults an absent one to {}). */
+const emptySelector = (w: Webhook | undefined): boolean =>
+  Object.keys(w?.objectSelector?.matchLabels ?? {}).length === 0 &&
+  (w?.objectSelector?.matchExpressions ?? []).length === 0;
+
 /** Whether a webhook added by someone else, a missing one, or a changed field separates live from want. */
 function webhooksDrift(live: readonly Webhook[], want: readonly Webhook[]): boolean {
-  // An objectSelector the API server defaulted to {} is no drift; any other is (workloads could opt out).
-  const selector = (w: Webhook): boolean => Object.keys(w.objectSelector ?? {}).length > 0;
-  return !covers(want, live) || live.some(selector);
+  // A selector term `want` does not have is drift: objects could opt out (or, for an opt-in selector such
+  // as the injection webhooks', be selected differently). covers() checks only the terms `want` sets.
+  const selectorDrift = (w: Webhook, i: number): boolean =>
+    emptySelector(want[i])
+      ? !emptySelector(w)
+      : JSON.stringify(w.objectSelector) !== JSON.stringify(want[i]?.objectSelector);
+  return !covers(want, live) || live.some(selectorDrift);
 }
 
 /** Whether `owner` is among the configuration's owner references. */
@@ -126,7 +134,8 @@ export function updated<C extends WebhookConfiguration>(live: C, want: C, owner:
 }
 
 export interface WebhookRegistrationOptions {
-  kc: KubeConfig;
+  /** The process's API transport (shared; its owner closes it). */
+  transport: KubeTransport;
   /** The configurations as they must be, without caBundle (the provider's is added). Both share a name. */
   mutating: V1MutatingWebhookConfiguration;
   validating: V1ValidatingWebhookConfiguration;
@@ -134,6 +143,8 @@ export interface WebhookRegistrationOptions {
   service: { namespace: string; name: string };
   /** The ClusterRole owning both configurations; default their name. */
   ownerClusterRole?: string;
+  /** Names the controller and its watches (metrics, logs): one registration per configuration pair. */
+  controllerName?: string;
   /** Where the bundle comes from: `current().ca` (PEM), with `onChange` to follow it. */
   source: Pick<CertificateProvider, 'current' | 'onChange'>;
   /** Re-read interval of each configuration besides the watches (default 60 s). */
@@ -172,14 +183,14 @@ export class WebhookRegistration {
     if (this.#name === '' || options.validating.metadata?.name !== this.#name)
       throw new Error('webhook registration: both configurations must carry the same name');
     this.#owner = options.ownerClusterRole ?? this.#name;
-    this.#transport = new KubeTransport(options.kc);
+    this.#transport = options.transport;
     const common = {
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
     };
     this.#controller = new Controller({
-      name: 'webhook-registration',
+      name: options.controllerName ?? 'webhook-registration',
       reconcile: (key, ctx) => this.#reconcile(key, ctx),
       maxConcurrentReconciles: 2,
       ...(options.cacheSyncTimeoutMs === undefined ? {} : { cacheSyncTimeoutMs: options.cacheSyncTimeoutMs }),
@@ -200,7 +211,7 @@ export class WebhookRegistration {
     for (const target of targets) {
       this.#targets.set(target.kind, target);
       const informer = new Informer<KubernetesObject>({
-        name: `webhook-registration-${target.plural}`,
+        name: `${options.controllerName ?? 'webhook-registration'}-${target.plural}`,
         transport: this.#transport,
         resource: { group: GROUP, version: 'v1', plural: target.plural },
         fieldSelector: `metadata.name=${this.#name}`,
@@ -210,7 +221,7 @@ export class WebhookRegistration {
       this.#controller.watches(informer, { map: () => target.kind });
     }
     this.#slices = new Informer<V1EndpointSlice>({
-      name: 'webhook-registration-endpointslices',
+      name: `${options.controllerName ?? 'webhook-registration'}-endpointslices`,
       transport: this.#transport,
       resource: {
         group: 'discovery.k8s.io',
@@ -251,7 +262,6 @@ export class WebhookRegistration {
     this.#unsubscribe = undefined;
     await this.#controller.stop();
     await Promise.all([...this.#informers, this.#slices].map((i) => i.stop()));
-    await this.#transport.close();
   }
 
   #enqueueAll(): void {

@@ -1,28 +1,32 @@
-// Binding resolution (docs/behaviour.md §4.3): which BerthLease, if any, a workload belongs to, found through its live
-// controller owners, never through labels or annotations in the request. A missing or replaced parent is
-// an error, never "unmanaged".
+// Binding resolution (docs/behaviour.md §4.3): which BerthLease, if any, a workload belongs to, found
+// through its live owner chain (walked by src/workloads/owner-chain.ts with this review's reads), never
+// through labels or annotations in the request, then matched against the namespace's BerthLeases.
 //
 // Cost: a Pod without a controller owner, or owned by a kind that cannot be managed, and a Job without an
 // owner, are decided without any read. A root object (Deployment, CronJob, ...) without an owner costs one
 // LIST (limit=1) when its namespace holds no BerthLease. An owned object is always walked: one GET per
 // owner, then the namespace's leases.
-import { AdmissionMessage, MANAGED_LEASE, MANAGED_UID, MAX_OWNER_DEPTH } from '../src/berth/api.ts';
+import { AdmissionMessage, MANAGED_LEASE, MANAGED_UID } from '../src/berth/api.ts';
 import { describeError, statusOf } from '../src/kube/client.ts';
+import { KINDS, type Workload } from '../src/workloads/model.ts';
+import {
+  type ChainLink,
+  followedOwner,
+  type OwnerChain,
+  OwnerChainError,
+  type OwnerReads,
+  type OwnerRef,
+  walkOwnerChain,
+} from '../src/workloads/owner-chain.ts';
 import type { AdmissionIO } from './io.ts';
 import { leaseFacts, type ReviewLeases, targets } from './leases.ts';
 import {
   annotationsOf,
-  controllerRef,
-  groupOf,
   hasManagedAnnotations,
   hasManagedMetadata,
-  isOwnerKind,
+  hasManagedUIDAnnotation,
   isRootKind,
-  OWNER_RESOURCES,
-  parseWorkload,
-  type Workload,
-  type WorkloadKind,
-  workloadKind,
+  type ReviewKind,
 } from './workload.ts';
 
 export interface Binding {
@@ -62,21 +66,6 @@ export function bindingFromAnnotations(o: Workload): Binding {
   return { name: a[MANAGED_LEASE] ?? '', uid: a[MANAGED_UID] ?? '', targetUID: '' };
 }
 
-/** The controller owner reference resolution follows, if the owner is of a kind that can be managed. */
-function followedOwner(o: Workload): { kind: WorkloadKind; name: string; uid: string } | undefined {
-  const ref = controllerRef(o);
-  if (ref === undefined) return undefined;
-  const kind = workloadKind(groupOf(ref.apiVersion), ref.kind);
-  return isOwnerKind(kind) ? { kind, name: ref.name, uid: ref.uid } : undefined;
-}
-
-/** Go's NotFound text for a resource, e.g. `replicasets.apps "web-5d9c" not found`. */
-function notFoundMessage(kind: WorkloadKind, name: string): string {
-  const r = OWNER_RESOURCES[kind];
-  const resource = r ? `${r.plural}.${r.group}` : kind.toLowerCase();
-  return `${resource} ${JSON.stringify(name)} not found`;
-}
-
 /** The message of an API error (the Status message kube would print), without headers or bodies. */
 export function apiErrorMessage(err: unknown): string {
   const status = statusOf(err);
@@ -93,53 +82,66 @@ async function listed<T>(read: () => Promise<T>): Promise<T> {
   }
 }
 
-async function resolveAt(
+/**
+ * Where the walk need not read the top of the chain (docs/admission.md, "Reads per review"): a live
+ * ReplicaSet or Job read from the API server that carries a lease's stamp, whose controller is a
+ * Deployment or CronJob. Its stamp already rules out "unmanaged" (step 4 denies when no lease matches),
+ * and the lease is matched on its controller reference as on the object; only denials can be missed,
+ * and the Pod is then born gated, which the permit path lifts only after its own live walk (§2.7).
+ */
+const stampedBelowRoot = (owner: ChainLink, next: OwnerRef): boolean =>
+  hasManagedUIDAnnotation(owner.object) &&
+  ((owner.kind === 'ReplicaSet' && next.kind === 'Deployment') ||
+    (owner.kind === 'Job' && next.kind === 'CronJob'));
+
+/** The live owner chain of `o`, the object first; its failures are resolution errors. */
+async function ownerChain(
   o: Workload,
-  kind: WorkloadKind,
+  kind: ReviewKind,
   apiVersion: string,
-  depth: number,
+  ctx: ResolveContext,
+): Promise<OwnerChain<ReviewKind>> {
+  const reads: OwnerReads = {
+    get: (owner, name) => ctx.io.getWorkload(owner, ctx.namespace, name),
+    describe: apiErrorMessage,
+  };
+  try {
+    return await walkOwnerChain({ object: o, kind, apiVersion }, reads, { endAt: stampedBelowRoot });
+  } catch (err) {
+    if (!(err instanceof OwnerChainError)) throw err;
+    throw new ResolveError(err.reason, err.message, { undecided: err.readFailed });
+  }
+}
+
+/**
+ * §4.3 for an object whose resolution cannot be skipped: the chain to its root, the lease that targets
+ * the root, and step 4 for every object of the chain.
+ */
+async function resolveChain(
+  o: Workload,
+  kind: ReviewKind,
+  apiVersion: string,
   ctx: ResolveContext,
 ): Promise<Binding | undefined> {
-  if (depth > MAX_OWNER_DEPTH)
-    throw new ResolveError('owner-chain-too-deep', AdmissionMessage.ownerChainTooDeep);
+  const { links, unread } = await ownerChain(o, kind, apiVersion, ctx);
+  const last = links[links.length - 1]!;
+  const root =
+    unread === undefined
+      ? {
+          kind: last.kind,
+          apiVersion: last.apiVersion,
+          name: last.object.metadata?.name ?? '',
+          uid: last.object.metadata?.uid ?? '',
+        }
+      : { kind: unread.kind, apiVersion: KINDS[unread.kind].apiVersion, name: unread.name, uid: unread.uid };
   let binding: Binding | undefined;
-  const owner = followedOwner(o);
-  if (owner !== undefined) {
-    let raw: Record<string, unknown> | undefined;
-    try {
-      raw = await ctx.io.getWorkload(owner.kind, ctx.namespace, owner.name);
-    } catch (err) {
-      throw new ResolveError('resolve-owner', AdmissionMessage.resolveOwnerPrefix + apiErrorMessage(err), {
-        undecided: true,
-      });
-    }
-    if (raw === undefined) {
-      throw new ResolveError(
-        'resolve-owner',
-        AdmissionMessage.resolveOwnerPrefix + notFoundMessage(owner.kind, owner.name),
-      );
-    }
-    const parsed = parseWorkload(raw);
-    if (!parsed.ok) {
-      throw new ResolveError(
-        'resolve-owner',
-        `${AdmissionMessage.resolveOwnerPrefix}malformed owner: ${parsed.error}`,
-      );
-    }
-    const parent = parsed.value;
-    if ((parent.metadata?.uid ?? '') !== owner.uid) {
-      throw new ResolveError('owner-uid-changed', AdmissionMessage.ownerUIDChanged);
-    }
-    const parentApiVersion = OWNER_RESOURCES[owner.kind]?.apiVersion ?? '';
-    binding = await resolveAt(parent, owner.kind, parentApiVersion, depth + 1, ctx);
-  } else if (isRootKind(kind)) {
-    const ref = { apiVersion, kind, name: o.metadata?.name ?? '' };
-    const matches = (await listed(() => ctx.leases.all())).map(leaseFacts).filter((l) => targets(l, ref));
+  if (isRootKind(root.kind)) {
+    const matches = (await listed(() => ctx.leases.all())).map(leaseFacts).filter((l) => targets(l, root));
     if (matches.length > 1) throw new ResolveError('multiple-leases', AdmissionMessage.multipleLeases);
     const lease = matches[0];
-    if (lease !== undefined) binding = { name: lease.name, uid: lease.uid, targetUID: o.metadata?.uid ?? '' };
+    if (lease !== undefined) binding = { name: lease.name, uid: lease.uid, targetUID: root.uid };
   }
-  if (binding === undefined && hasManagedAnnotations(o)) {
+  if (binding === undefined && links.some((link) => hasManagedAnnotations(link.object))) {
     throw new ResolveError('no-live-lease', AdmissionMessage.noLiveLease);
   }
   return binding;
@@ -151,7 +153,7 @@ async function resolveAt(
  */
 export async function expectedBinding(
   o: Workload,
-  kind: WorkloadKind,
+  kind: ReviewKind,
   apiVersion: string,
   old: Workload | undefined,
   ctx: ResolveContext,
@@ -173,5 +175,5 @@ export async function expectedBinding(
   ) {
     return undefined;
   }
-  return resolveAt(o, kind, apiVersion, 0, ctx);
+  return resolveChain(o, kind, apiVersion, ctx);
 }

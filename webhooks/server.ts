@@ -1,11 +1,7 @@
-// The admission server: Fastify over HTTPS (TLS 1.2+), serving AdmissionReview handlers on every replica.
+// The admission server: Fastify over HTTPS (TLS 1.2+), serving AdmissionReview handlers on every replica
+// (controller-runtime's webhook/server.go). What one review's request and answer are is the admission
+// HTTP handler's (admission-http.ts); this module is the server around it.
 //
-// The contract with the API server (failurePolicy Fail makes every misstep a denial, so none is left to
-// chance): a body over 7 MiB gets 413, a non-JSON content type 415, unparsable JSON or a review without a
-// usable uid 400; anything else gets HTTP 200 and a well-formed AdmissionReview in the request's apiVersion
-// echoing the uid. A malformed review (a prototype-poisoning key such as `__proto__` included) is denied
-// with code 400, a handler error with 500, a review that runs past its deadline (from `?timeout=`, at most
-// 5 s) with 504; nothing that fails is ever allowed.
 // Keep-alive outlasts the API server's 90 s idle timeout, so it never writes to a connection we closed.
 // Once a shutdown begins (drain(), and close()) every answer closes its connection: kube-apiserver keeps
 // its connections to a replica that is no longer an endpoint and sends reviews on them until they close,
@@ -19,29 +15,17 @@ import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { type SecureContextOptions, connect as tlsConnect } from 'node:tls';
-import Fastify, { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { LOCAL_TIMEOUT_MS } from '../src/berth/api.ts';
 import { type Clock, realClock } from '../src/kube/clock.ts';
 import type { HealthCheck } from '../src/observability/health.ts';
 import type { Logger } from '../src/observability/logger.ts';
+import { type AdmissionHandler, AdmissionHttp, describeFailure } from './admission-http.ts';
 import { type WebhookMetrics, webhookMetrics } from './metrics.ts';
-import type { CounterSeries, GaugeSeries, HistogramSeries } from './plain-metrics.ts';
-import {
-  type AdmissionApiVersion,
-  type AdmissionRequest,
-  type AdmissionReview,
-  admissionReviewSchema,
-  answerApiVersion,
-  type Decision,
-  deny,
-  describeIssues,
-  isAdmissionReview,
-  mayHoldPrototypeKey,
-  prototypeKey,
-  reviewResponse,
-  usableUid,
-} from './review.ts';
+
+// The handler's types stay importable from the server, where handlers are registered.
+export type { AdmissionHandler, ReviewContext } from './admission-http.ts';
 
 export const DEFAULT_WEBHOOK_PORT = 9443;
 /** controller-runtime's maxRequestSize: two objects of up to 3 MB plus the envelope. */
@@ -93,20 +77,6 @@ function currentPair(source: CertificateSource): CertificatePair {
   return pair;
 }
 
-export interface ReviewContext {
-  /** Aborted when the review's deadline passes (its answer has then already been sent). */
-  signal: AbortSignal;
-  log: Logger | undefined;
-  /** The path, which is also the `webhook` metrics label. */
-  webhook: string;
-}
-
-export interface AdmissionHandler {
-  /** URL path, e.g. `/validate-managed-workloads`. */
-  path: string;
-  review(request: AdmissionRequest, ctx: ReviewContext): Promise<Decision>;
-}
-
 /** The connection deadlines (tests shorten them; production uses the defaults above). */
 export interface ServerTimeouts {
   handshakeMs: number;
@@ -138,49 +108,6 @@ export interface AdmissionServerOptions {
   timeouts?: Partial<ServerTimeouts>;
 }
 
-const DURATION_UNITS_MS: Record<string, number> = {
-  h: 3_600_000,
-  m: 60_000,
-  s: 1000,
-  ms: 1,
-  us: 1e-3,
-  µs: 1e-3,
-  ns: 1e-6,
-};
-
-function parseDuration(value: string): number | undefined {
-  if (!/^(\d+(\.\d+)?(h|m|s|ms|us|µs|ns))+$/.test(value)) return undefined;
-  let total = 0;
-  for (const m of value.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g))
-    total += Number(m[1]) * DURATION_UNITS_MS[m[2]!]!;
-  return total > 0 ? total : undefined;
-}
-
-/**
- * The API server sends the same `?timeout=` (the webhook's timeoutSeconds) with every review: the first
- * few values seen are remembered, so the duration is parsed once, not per review.
- */
-const parsedTimeouts = new Map<string, number | undefined>();
-const MAX_PARSED_TIMEOUTS = 32;
-
-/** Go duration as kube-apiserver writes `?timeout=` (`10s`, `1m0s`, `500ms`), in milliseconds. */
-export function parseTimeoutQuery(value: unknown): number | undefined {
-  if (typeof value !== 'string') return undefined;
-  if (parsedTimeouts.has(value)) return parsedTimeouts.get(value);
-  const ms = parseDuration(value);
-  if (parsedTimeouts.size < MAX_PARSED_TIMEOUTS) parsedTimeouts.set(value, ms);
-  return ms;
-}
-
-/**
- * The handler's budget: what the API server allows minus a margin for the way back (20 %, at most 1 s),
- * capped at `max`. Without a usable `?timeout=`, `max`.
- */
-export function reviewBudgetMs(timeoutMs: number | undefined, max: number): number {
-  if (timeoutMs === undefined) return max;
-  return Math.max(1, Math.min(max, timeoutMs - Math.min(1000, timeoutMs * 0.2)));
-}
-
 /** Every interface: `::` (dual stack) where the host has IPv6, else `0.0.0.0`. */
 function defaultHost(): string {
   const hasIPv6 = Object.values(networkInterfaces()).some((list) =>
@@ -199,81 +126,6 @@ function loopbackFor(address: AddressInfo): string {
 function tlsOptions(pair: CertificatePair): SecureContextOptions {
   return { cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' };
 }
-
-/** A route's metric series, taken once rather than looked up per request. */
-interface RouteSeries {
-  webhook: string;
-  inFlight: GaugeSeries;
-  latency: HistogramSeries;
-  ok: CounterSeries;
-}
-
-interface RequestState {
-  route: RouteSeries;
-  started: number;
-  finished: boolean;
-  /** Set by the JSON parser: the prototype-poisoning key the body holds, if any. */
-  forbidden: string | undefined;
-  /** Whether the JSON parser has looked for such keys. */
-  scanned: boolean;
-}
-
-/**
- * Where a request carries its state: a Fastify request decoration (declared on every request up front,
- * so requests keep one shape), cheaper than a WeakMap lookup in each of the hooks that need it.
- */
-const STATE = 'berthAdmission';
-type StatefulRequest = FastifyRequest & { [STATE]: RequestState | null };
-
-/** What Fastify sends for a JSON body (it appends the charset to a bare `application/json`). */
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-
-/**
- * One review's context. Its child logger and its AbortController are made on first use: most reviews are
- * allowed without a line and without an API read. A class, so that the lazy `log` and `signal` are getters
- * on the prototype, not built per review.
- */
-class ReviewScope implements ReviewContext {
-  readonly webhook: string;
-  readonly #parent: Logger | undefined;
-  readonly #uid: string;
-  #log: Logger | undefined | null = null;
-  #abort: AbortController | undefined;
-  /** Set when the deadline passed; a signal handed out later is born aborted with it. */
-  #expired: Error | undefined;
-
-  constructor(parent: Logger | undefined, webhook: string, uid: string) {
-    this.#parent = parent;
-    this.webhook = webhook;
-    this.#uid = uid;
-  }
-
-  get signal(): AbortSignal {
-    if (this.#abort === undefined) {
-      this.#abort = new AbortController();
-      if (this.#expired !== undefined) this.#abort.abort(this.#expired);
-    }
-    return this.#abort.signal;
-  }
-
-  get expired(): boolean {
-    return this.#expired !== undefined;
-  }
-
-  /** The deadline passed: aborts the signal if one was handed out, or marks the one to come. */
-  expire(reason: Error): void {
-    this.#expired = reason;
-    this.#abort?.abort(reason);
-  }
-
-  get log(): Logger | undefined {
-    if (this.#log === null) this.#log = this.#parent?.child({ webhook: this.webhook, uid: this.#uid });
-    return this.#log;
-  }
-}
-
-const describe = (err: unknown): string =>
-  (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).split('\n', 1)[0]!.slice(0, 300);
 
 export class AdmissionServer {
   readonly #options: AdmissionServerOptions;
@@ -308,9 +160,9 @@ export class AdmissionServer {
         connectionsCheckingInterval: timeouts.checkIntervalMs,
       },
       bodyLimit: MAX_BODY_BYTES,
-      // JSON is parsed by #parseJson below, which lets prototype-poisoning keys through (JSON.parse defines
-      // them as own properties, no prototype is touched) so that #serve denies such a review with a
-      // well-formed answer instead of the parser's bare 400.
+      // JSON is parsed by the admission handler (admission-http.ts), which lets prototype-poisoning keys
+      // through (JSON.parse defines them as own properties, no prototype is touched) so that it denies
+      // such a review with a well-formed answer instead of the parser's bare 400.
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
       requestTimeout: timeouts.requestMs,
       // During a graceful close, requests still arriving on open connections are answered, not 503'd:
@@ -324,7 +176,14 @@ export class AdmissionServer {
       socket.once('close', () => this.#unused.delete(socket));
     });
     this.#app.server.on('request', (request: IncomingMessage) => this.#unused.delete(request.socket));
-    this.#routes();
+    new AdmissionHttp({
+      handlers: options.handlers,
+      metrics: this.#metrics,
+      logger: options.logger,
+      clock: this.#clock,
+      maxReviewMs: options.maxReviewMs ?? LOCAL_TIMEOUT_MS,
+      draining: () => this.#draining,
+    }).register(this.#app);
   }
 
   /** The bound port (after start). */
@@ -424,250 +283,16 @@ export class AdmissionServer {
     }
   }
 
-  /** While draining: the answer says `Connection: close`, and Node closes the connection after it. */
-  #closeIfDraining(reply: FastifyReply): void {
-    if (this.#draining) reply.header('connection', 'close');
-  }
-
   #reloadCertificate(): void {
     try {
       this.#app.server.setSecureContext(tlsOptions(currentPair(this.#options.certificates)));
       this.#options.logger?.info('admission server certificate reloaded');
     } catch (err) {
       this.#metrics.certificateReloadErrors.inc();
-      this.#options.logger?.error({ err: describe(err) }, 'admission server kept its previous certificate');
-    }
-  }
-
-  #routes(): void {
-    const app = this.#app;
-    app.decorateRequest(STATE, null);
-    // JSON only: Fastify's default text/plain parser would hand a string to the handlers.
-    app.removeContentTypeParser('text/plain');
-    app.removeContentTypeParser('application/json');
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) =>
-      this.#parseJson(request, text as string, done),
-    );
-    app.setErrorHandler((err: { statusCode?: number; message?: string }, request, reply) => {
-      // Framework errors (body too large, wrong content type, bad JSON): a 4xx the API server treats as a
-      // failed call. Never our handlers: they turn every error into a denial.
-      const code =
-        typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500
-          ? err.statusCode
-          : 500;
-      if (code >= 500)
-        this.#options.logger?.error({ err: describe(err), url: request.url }, 'admission request failed');
-      this.#closeIfDraining(reply);
-      void reply
-        .code(code)
-        .send({ code, message: code >= 500 ? 'internal error' : (err.message ?? 'bad request') });
-    });
-    for (const handler of this.#options.handlers) {
-      const webhook = handler.path;
-      const route: RouteSeries = {
-        webhook,
-        inFlight: this.#metrics.inFlight.series({ webhook }),
-        latency: this.#metrics.latency.series({ webhook }),
-        ok: this.#metrics.requests.series({ webhook, code: '200' }),
-      };
-      app.route({
-        method: 'POST',
-        url: handler.path,
-        // One callback hook: an async hook costs a promise and a microtask per request, and onResponse /
-        // onRequestAbort hooks would each add listeners per request for what the close event below covers.
-        onRequest: (request, reply, done) => {
-          const state: RequestState = {
-            route,
-            started: performance.now(),
-            finished: false,
-            forbidden: undefined,
-            scanned: false,
-          };
-          (request as StatefulRequest)[STATE] = state;
-          route.inFlight.inc();
-          // The response's close event comes once in every case: after the answer was written, and when the
-          // client left before (Fastify's onRequestAbort would miss one leaving while a review is pending).
-          reply.raw.on('close', () =>
-            this.#finish(state, reply.raw.writableFinished ? reply.statusCode : 499),
-          );
-          done();
-        },
-        // Not an async handler: #answer sends the answer itself, so Fastify need not adopt a promise.
-        handler: (request, reply) => {
-          try {
-            this.#answer(handler, request, reply);
-          } catch (err) {
-            this.#fail(reply, err);
-          }
-        },
-      });
-    }
-  }
-
-  /**
-   * Fastify's JSON parser without its prototype-poisoning refusal, and with the scan for such keys done
-   * here, where the text is at hand: mayHoldPrototypeKey rules most bodies out without walking them.
-   */
-  #parseJson(request: FastifyRequest, text: string, done: (err: Error | null, body?: unknown) => void): void {
-    if (text.length === 0) {
-      done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
-      return;
-    }
-    let body: unknown;
-    try {
-      // A byte-order mark is tolerated, as Fastify's parser does.
-      body = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-    } catch {
-      done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
-      return;
-    }
-    const state = (request as StatefulRequest)[STATE];
-    if (state !== null) {
-      state.forbidden = mayHoldPrototypeKey(text) ? prototypeKey(body) : undefined;
-      state.scanned = true;
-    }
-    done(null, body);
-  }
-
-  #finish(state: RequestState, statusCode: number): void {
-    if (state.finished) return;
-    state.finished = true;
-    const seconds = (performance.now() - state.started) / 1000;
-    const { route } = state;
-    route.inFlight.dec();
-    route.latency.observe(seconds);
-    (statusCode === 200
-      ? route.ok
-      : this.#metrics.requests.series({ webhook: route.webhook, code: String(statusCode) })
-    ).inc();
-  }
-
-  /** An unexpected error: a 500 through the error handler, unless an answer went out already. */
-  #fail(reply: FastifyReply, err: unknown): void {
-    if (!reply.sent) reply.send(err instanceof Error ? err : new Error(String(err)));
-  }
-
-  /**
-   * Not async: a well-formed review costs the handler's promise and one reaction to it, and nothing else
-   * (the answer is sent from that reaction, or from the deadline's timer).
-   */
-  #answer(handler: AdmissionHandler, request: FastifyRequest, reply: FastifyReply): void {
-    const body = request.body;
-    const uid = usableUid(body);
-    if (uid === undefined) {
-      this.#metrics.rejections.inc({ reason: 'no-uid' });
-      this.#closeIfDraining(reply);
-      reply.code(400).send({ code: 400, message: 'AdmissionReview request.uid is missing or not usable' });
-      return;
-    }
-    const apiVersion = answerApiVersion(body);
-    const state = (request as StatefulRequest)[STATE];
-    const forbidden = state?.scanned ? state.forbidden : prototypeKey(body);
-    const scope = new ReviewScope(this.#options.logger, handler.path, uid);
-    if (forbidden !== undefined) {
-      const message = `malformed AdmissionReview: forbidden key ${JSON.stringify(forbidden)}`;
-      this.#respond(reply, apiVersion, uid, scope, undefined, deny('malformed', message, 400));
-      return;
-    }
-    // Zod runs only on a review the hand-written check rejects, to name what is wrong with it.
-    let review: AdmissionReview;
-    if (isAdmissionReview(body)) review = body;
-    else {
-      const parsed = admissionReviewSchema.safeParse(body);
-      if (!parsed.success) {
-        const message = `malformed AdmissionReview: ${describeIssues(parsed.error)}`;
-        this.#respond(reply, apiVersion, uid, scope, undefined, deny('malformed', message, 400));
-        return;
-      }
-      review = parsed.data;
-    }
-    const query = request.query as Record<string, unknown> | undefined;
-    const budget = reviewBudgetMs(
-      parseTimeoutQuery(query?.timeout),
-      this.#options.maxReviewMs ?? LOCAL_TIMEOUT_MS,
-    );
-    this.#decide(handler, review.request, budget, scope, (decision) => {
-      // Called from a promise reaction or a timer: an error here must not escape as an unhandled one.
-      try {
-        this.#respond(reply, apiVersion, uid, scope, review, decision);
-      } catch (err) {
-        this.#fail(reply, err);
-      }
-    });
-  }
-
-  #respond(
-    reply: FastifyReply,
-    apiVersion: AdmissionApiVersion,
-    uid: string,
-    scope: ReviewScope,
-    review: AdmissionReview | undefined,
-    decision: Decision,
-  ): void {
-    if (!decision.allowed) {
-      this.#metrics.rejections.inc({ reason: decision.reason });
-      const r = review?.request;
-      scope.log?.info(
-        {
-          reason: decision.reason,
-          code: decision.code,
-          operation: r?.operation,
-          kind: r?.kind.kind,
-          subResource: r?.subResource,
-          namespace: r?.namespace,
-          name: r?.name,
-          username: r?.userInfo.username,
-        },
-        `denied: ${decision.message}`,
+      this.#options.logger?.error(
+        { err: describeFailure(err) },
+        'admission server kept its previous certificate',
       );
-    }
-    this.#closeIfDraining(reply);
-    // Serialized here, with the charset Fastify would add: a string with a full content type skips its
-    // serializer lookup and content-type rewrite, and the bytes on the wire are the same.
-    reply
-      .code(200)
-      .header('content-type', JSON_CONTENT_TYPE)
-      .send(JSON.stringify(reviewResponse(apiVersion, uid, decision)));
-  }
-
-  /**
-   * Runs the handler under the deadline and hands `answer` the decision, exactly once: whichever comes
-   * first, the handler's or the deadline's. Every failure becomes a denial.
-   */
-  #decide(
-    handler: AdmissionHandler,
-    req: AdmissionRequest,
-    budgetMs: number,
-    scope: ReviewScope,
-    answer: (decision: Decision) => void,
-  ): void {
-    let settled = false;
-    const settle = (decision: Decision): void => {
-      if (settled) return;
-      settled = true;
-      answer(decision);
-    };
-    const timer = this.#clock.setTimeout(() => {
-      scope.expire(new Error('admission review deadline exceeded'));
-      settle(deny('deadline', `admission review did not complete within ${Math.round(budgetMs)}ms`, 504));
-    }, budgetMs);
-    const failed = (err: unknown): void => {
-      timer.cancel();
-      if (scope.expired) {
-        settle(deny('deadline', 'admission review deadline exceeded', 504));
-        return;
-      }
-      this.#metrics.panics.inc();
-      scope.log?.error({ err: describe(err) }, 'admission handler failed; denying');
-      settle(deny('internal-error', `internal error: ${describe(err)}`, 500));
-    };
-    try {
-      handler.review(req, scope).then((decision) => {
-        timer.cancel();
-        settle(decision);
-      }, failed);
-    } catch (err) {
-      failed(err);
     }
   }
 }

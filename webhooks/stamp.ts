@@ -4,8 +4,9 @@
 import jsonpatch from 'fast-json-patch';
 import { MANAGED_LEASE, MANAGED_UID, SCHEDULING_GATE } from '../src/berth/api.ts';
 import type { JsonPatchOp } from '../src/kube/client.ts';
+import type { JsonObject } from '../src/workloads/model.ts';
 import type { Binding } from './resolve.ts';
-import { type JsonObject, templatePath, type WorkloadKind } from './workload.ts';
+import { type ReviewKind, templatePath } from './workload.ts';
 
 const isRecord = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -44,7 +45,7 @@ function addGate(template: JsonObject): void {
  * The stamped copy of `raw`, or undefined when the kind has no Pod template or the object lacks it (the
  * caller denies with "managed workload requires a Pod template").
  */
-export function stampedObject(raw: JsonObject, kind: WorkloadKind, binding: Binding): JsonObject | undefined {
+export function stampedObject(raw: JsonObject, kind: ReviewKind, binding: Binding): JsonObject | undefined {
   const path = templatePath(kind);
   if (path === undefined) return undefined;
   const out = structuredClone(raw);
@@ -63,7 +64,7 @@ export function stampedObject(raw: JsonObject, kind: WorkloadKind, binding: Bind
 }
 
 /** stampBinding as a JSON Patch against the raw object; undefined when the template is missing. */
-export function stampPatch(raw: JsonObject, kind: WorkloadKind, binding: Binding): JsonPatchOp[] | undefined {
+export function stampPatch(raw: JsonObject, kind: ReviewKind, binding: Binding): JsonPatchOp[] | undefined {
   const stamped = stampedObject(raw, kind, binding);
   if (stamped === undefined) return undefined;
   return jsonpatch.compare(raw, stamped) as JsonPatchOp[];

@@ -1,10 +1,9 @@
 // WorkloadAdmission's two handlers for the admission server: /mutate-managed-workloads and
 // /validate-managed-workloads, each review getting its own AdmissionIO, opened on its first read and bound to
 // the review's deadline, and its reads counted (berth_webhook_api_reads_total, ..._api_reads_per_review).
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../src/berth/api.ts';
-import { KubeTransport } from '../src/kube/client.ts';
+import type { KubeRequester } from '../src/kube/client.ts';
 import { type Clock, realClock } from '../src/kube/clock.ts';
 import { type AdmissionMode, decideWorkloadAdmission } from './decide-workload.ts';
 import { type AdmissionIO, CountingIO, type ReadKind } from './io.ts';
@@ -54,20 +53,10 @@ export function workloadAdmissionHandlers(options: WorkloadAdmissionOptions): Ad
   return [handler(MUTATE_WORKLOADS_PATH, 'mutate'), handler(VALIDATE_WORKLOADS_PATH, 'validate')];
 }
 
-export interface KubeWorkloadAdmission {
-  handlers: AdmissionHandler[];
-  /** Closes the pooled API connections (after the admission server has closed). */
-  close(): Promise<void>;
-}
-
-/** The production wiring: both handlers reading the API server directly through `kc`'s identity. */
+/** The production wiring: both handlers reading the API server through the process's transport. */
 export function kubeWorkloadAdmission(
-  options: Omit<WorkloadAdmissionOptions, 'io'> & { kc: KubeConfig },
-): KubeWorkloadAdmission {
-  const transport = new KubeTransport(options.kc);
-  const { kc: _kc, ...rest } = options;
-  return {
-    handlers: workloadAdmissionHandlers({ ...rest, io: (signal) => kubeAdmissionIO(transport, signal) }),
-    close: () => transport.close(),
-  };
+  options: Omit<WorkloadAdmissionOptions, 'io'> & { transport: KubeRequester },
+): AdmissionHandler[] {
+  const { transport, ...rest } = options;
+  return workloadAdmissionHandlers({ ...rest, io: (signal) => kubeAdmissionIO(transport, signal) });
 }

@@ -3,9 +3,10 @@
 // hack/controlplane/{kubernetes,etcd,kwok}/go.mod into a cache outside the checkout, keyed by those pins.
 // A second run finds the cache and returns at once; two runs at the same time share one build (a lock).
 // See docs/controlplane.md for the layout, the versions and what a cold and a warm build cost.
+
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { readCommandLine } from '../../src/cli.ts';
 import {
   BuildError,
   buildModule,
@@ -23,7 +24,7 @@ import {
   writeManifest,
 } from '../gobuild.ts';
 
-export { BuildError };
+export type { BuildError };
 
 const HERE = import.meta.dirname;
 
@@ -187,13 +188,22 @@ async function build(
 }
 
 if (import.meta.main) {
-  try {
-    const { values } = parseArgs({ options: { print: { type: 'boolean', default: false } } });
-    const bins = await ensureBinaries();
-    process.stdout.write(values.print ? `${bins.dir}\n` : `control plane binaries: ${bins.dir}\n`);
-  } catch (err) {
-    const usage = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`controlplane: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = usage ? 2 : 1;
-  }
+  const values = readCommandLine(
+    'npm run',
+    {
+      name: 'controlplane:build',
+      summary: 'Builds (once) and caches the local control plane binaries.',
+      flags: [{ name: 'print', kind: 'boolean', default: false, help: 'Print only the path' }],
+    },
+    process.argv.slice(2),
+  );
+  if (typeof values === 'number') process.exitCode = values;
+  else
+    try {
+      const bins = await ensureBinaries();
+      process.stdout.write(values.print ? `${bins.dir}\n` : `control plane binaries: ${bins.dir}\n`);
+    } catch (err) {
+      process.stderr.write(`controlplane: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    }
 }

@@ -1,9 +1,10 @@
 // `npm run helm:build`: builds Helm (helm.sh/helm/v4, pinned in hack/helm/go.mod) for the chart's tests
 // into a cache outside the checkout, keyed by the pin, the same way as the control plane (hack/gobuild.ts):
 // a second run finds the cache, two runs at once share one build. See docs/controlplane.md.
+
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { readCommandLine } from '../../src/cli.ts';
 import {
   buildModule,
   cacheDir,
@@ -91,13 +92,22 @@ export function ensureHelm(options: BuildOptions = {}): Promise<HelmBinary> {
 }
 
 if (import.meta.main) {
-  try {
-    const { values } = parseArgs({ options: { print: { type: 'boolean', default: false } } });
-    const helm = await ensureHelm();
-    process.stdout.write(values.print ? `${helm.bin}\n` : `helm ${helm.version}: ${helm.bin}\n`);
-  } catch (err) {
-    const usage = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`helm: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = usage ? 2 : 1;
-  }
+  const values = readCommandLine(
+    'npm run',
+    {
+      name: 'helm:build',
+      summary: 'Builds (once) and caches Helm.',
+      flags: [{ name: 'print', kind: 'boolean', default: false, help: 'Print only the path' }],
+    },
+    process.argv.slice(2),
+  );
+  if (typeof values === 'number') process.exitCode = values;
+  else
+    try {
+      const helm = await ensureHelm();
+      process.stdout.write(values.print ? `${helm.bin}\n` : `helm ${helm.version}: ${helm.bin}\n`);
+    } catch (err) {
+      process.stderr.write(`helm: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    }
 }

@@ -2,6 +2,7 @@
 // docs/behaviour.md §1.1/§1.3/§2/§4 (exact strings: tests and other clusters rely on them), and the
 // reconciler's semantic spec validation (§1.2 rules 1-11). Pure: no I/O, imported by webhooks too.
 import { z } from 'zod';
+import { OwnerChainMessage } from '../workloads/owner-chain.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Identity (§1.1)
@@ -102,12 +103,8 @@ export const REQUEUE_ON_FAILURE_MS = 1_000;
 export const ACQUIRE_TIMEOUT_MS = 2_500;
 /** Bound of one central Release. */
 export const RELEASE_TIMEOUT_MS = 2_500;
-/** Lease client per-request default (`client.DefaultTimeout`). */
-export const CLIENT_DEFAULT_TIMEOUT_MS = 10_000;
 /** Operator readiness ping of the central `/healthz` (lease-only mode). */
 export const READINESS_PING_TIMEOUT_MS = 5_000;
-/** Re-read cadence of `--berth-api-key-file` (`tokenFileCacheTTL`). */
-export const TOKEN_FILE_CACHE_TTL_MS = 1_000;
 
 /** The JSON of Go's zero `time.Time`; the central API sends it for "absent". */
 export const ZERO_TIME = '0001-01-01T00:00:00Z';
@@ -143,16 +140,15 @@ export const MUTATE_WORKLOADS_PATH = '/mutate-managed-workloads';
 export const VALIDATE_WORKLOADS_PATH = '/validate-managed-workloads';
 export const MUTATE_WORKLOADS_WEBHOOK = 'mutate-workloads.berth.skaphos.io';
 export const VALIDATE_WORKLOADS_WEBHOOK = 'validate-workloads.berth.skaphos.io';
-/** Maximum depth of the owner chain resolved by binding resolution. */
-export const MAX_OWNER_DEPTH = 4;
 
 /** Denial and error messages of §4.1, §4.3 and §4.4. */
 export const AdmissionMessage = {
   operatorUserMismatch:
     'workload admission requires its operator namespace and matching service-account username',
-  ownerChainTooDeep: 'workload owner chain exceeds supported depth',
-  resolveOwnerPrefix: 'resolve controller owner: ',
-  ownerUIDChanged: 'controller owner UID changed',
+  // The owner chain's own (src/workloads/owner-chain.ts), shared with the reconciler's permit path.
+  ownerChainTooDeep: OwnerChainMessage.tooDeep,
+  resolveOwnerPrefix: OwnerChainMessage.resolveOwnerPrefix,
+  ownerUIDChanged: OwnerChainMessage.uidChanged,
   multipleLeases: 'multiple BerthLeases refer to the same target',
   noLiveLease: 'managed binding has no matching live target lease',
   bindingUIDMismatch: 'managed Pod binding must name the observed Pod UID',

@@ -11,10 +11,12 @@
 // wait (that one resumes the workloads from status), and never when leadership is lost.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
+import { type BuiltController, ControllerBuilder } from '../kube/builder.ts';
 import type { KubeRequester } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
-import { Controller } from '../kube/controller.ts';
-import { type BackoffPolicy, Informer, objectKey } from '../kube/informer.ts';
+import type { Controller } from '../kube/controller.ts';
+import { Informer } from '../kube/informer.ts';
+import { objectKey } from '../kube/keys.ts';
 import type { Runnable } from '../kube/manager.ts';
 import {
   BucketRateLimiter,
@@ -25,24 +27,21 @@ import {
   MaxOfRateLimiter,
   type RateLimiter,
 } from '../kube/ratelimit.ts';
+import type { BackoffPolicy } from '../kube/restart-backoff.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, REQUEUE_ON_FAILURE_MS, VERSION, WorkloadPhase } from './api.ts';
+import type { LeaseEventRecorder } from './lease-reporter.ts';
 import type { LeaseClient } from './leaseclient.ts';
 import { type BerthLeaseApi, kubeBerthLeaseApi } from './leaseio.ts';
 import { OwnWrites } from './ownwrites.ts';
-import {
-  BerthLeaseReconciler,
-  CONTROLLER_NAME,
-  type LeaseEventRecorder,
-  type ManagedStandby,
-} from './reconciler.ts';
+import { BerthLeaseReconciler, CONTROLLER_NAME } from './reconciler.ts';
 import type { WorkloadManager } from './workload-manager.ts';
 
 /** Default concurrent reconciles: a hung central call holds a worker for up to 2.5 s. */
 export const DEFAULT_MAX_CONCURRENT_RECONCILES = 4;
 
 export interface BerthLeaseControllerOptions {
-  /** e.g. `new KubeTransport(kc)`: used by the informer and the reconciler's direct reads and writes. */
+  /** The process's API transport: used by the informer and the reconciler's direct reads and writes. */
   transport: KubeRequester;
   /** The central lease API (required). */
   leaseClient: LeaseClient | undefined;
@@ -62,8 +61,6 @@ export interface BerthLeaseControllerOptions {
   maxConcurrentReconciles?: number;
   registry?: Registry;
   logger?: Logger;
-  /** Managed standby behaviour (default `wait`; `stop-cycle` is the original, for comparison). */
-  managedStandby?: ManagedStandby;
   /**
    * On a graceful stop of the leader, stop, drain and release the managed workloads Active in this
    * cluster (default false). Bounded by the stop's grace signal, else by `handOverTimeoutMs`.
@@ -99,17 +96,10 @@ export class BerthLeaseController {
   readonly reconciler: BerthLeaseReconciler;
   readonly controller: Controller;
   readonly ownWrites: OwnWrites;
-  readonly #stopInformer = new AbortController();
-  readonly #handOver: { timeoutMs: number; log: Logger } | undefined;
-  #started = false;
+  /** The cache and controller runnables; reset() after the controller stops (held metrics). */
+  readonly #built: BuiltController;
 
   constructor(options: BerthLeaseControllerOptions) {
-    this.#handOver = options.handOverOnStop
-      ? {
-          timeoutMs: options.handOverTimeoutMs ?? DEFAULT_HAND_OVER_TIMEOUT_MS,
-          log: (options.logger ?? createLogger({ level: 'silent' })).child({ controller: CONTROLLER_NAME }),
-        }
-      : undefined;
     this.informer = new Informer<KubernetesObject>({
       name: CONTROLLER_NAME,
       transport: options.transport,
@@ -119,7 +109,7 @@ export class BerthLeaseController {
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
     });
-    // The controller is created below; the tracker re-enqueues through it.
+    // The controller is built below; the tracker re-enqueues through it.
     this.ownWrites = new OwnWrites((key) => this.controller.enqueue(key));
     this.reconciler = new BerthLeaseReconciler({
       api: options.api ?? kubeBerthLeaseApi(options.transport),
@@ -131,22 +121,37 @@ export class BerthLeaseController {
       ...(options.recorder ? { recorder: options.recorder } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
-      ...(options.managedStandby ? { managedStandby: options.managedStandby } : {}),
       ...(options.failoverBoundMs !== undefined ? { failoverBoundMs: options.failoverBoundMs } : {}),
     });
-    this.controller = new Controller({
-      name: CONTROLLER_NAME,
-      reconcile: this.reconciler.reconcile,
-      reconcileTimeoutMs: LOCAL_TIMEOUT_MS,
-      maxConcurrentReconciles: options.maxConcurrentReconciles ?? DEFAULT_MAX_CONCURRENT_RECONCILES,
-      rateLimiter: berthLeaseRateLimiter(options.clock),
-      ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.registry ? { registry: options.registry } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
-    }).watches(this.informer, {
-      predicate: (lease, old) =>
-        old === undefined || !this.ownWrites.isOwn(objectKey(lease), lease.metadata?.resourceVersion),
-    });
+    const builder = new ControllerBuilder(CONTROLLER_NAME)
+      .for(this.informer)
+      // Updates caused by the reconciler's own status writes decide nothing new.
+      .withEventFilter(
+        (lease, old) =>
+          old === undefined || !this.ownWrites.isOwn(objectKey(lease), lease.metadata?.resourceVersion),
+      )
+      .withOptions({
+        reconcileTimeoutMs: LOCAL_TIMEOUT_MS,
+        maxConcurrentReconciles: options.maxConcurrentReconciles ?? DEFAULT_MAX_CONCURRENT_RECONCILES,
+        rateLimiter: berthLeaseRateLimiter(options.clock),
+        ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.registry ? { registry: options.registry } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
+      });
+    if (options.handOverOnStop) {
+      const timeoutMs = options.handOverTimeoutMs ?? DEFAULT_HAND_OVER_TIMEOUT_MS;
+      const log = (options.logger ?? createLogger({ level: 'silent' })).child({
+        controller: CONTROLLER_NAME,
+      });
+      builder.withHandOver((grace) =>
+        this.#handOverActive(
+          log,
+          AbortSignal.any([...(grace ? [grace] : []), AbortSignal.timeout(timeoutMs)]),
+        ),
+      );
+    }
+    this.#built = builder.complete(this.reconciler);
+    this.controller = this.#built.controller;
     this.informer.addEventHandler({
       onDelete: (lease) => this.ownWrites.forget(objectKey(lease)),
     });
@@ -154,52 +159,25 @@ export class BerthLeaseController {
 
   /** Starts listing and watching (idempotent). */
   startInformer(): void {
-    this.informer.start(this.#stopInformer.signal);
+    this.#built.startCaches();
   }
 
   /** Leader only: starts the informer if needed, waits for its sync, runs the workers. Call once. */
-  async start(signal?: AbortSignal): Promise<void> {
-    this.startInformer();
-    signal?.addEventListener('abort', () => void this.stop(), { once: true });
-    await this.#startController(signal);
+  start(signal?: AbortSignal): Promise<void> {
+    return this.#built.start(signal);
   }
 
   /**
    * Finishes in-flight reconciles (unless `grace` aborts first), hands over (with `handOverOnStop`),
    * then stops the informer. For use without a Manager (no other replica to take over).
    */
-  async stop(grace?: AbortSignal): Promise<void> {
-    await this.#stopController(grace);
-    if (!grace?.aborted) await this.#handOverActive(grace);
-    await this.#stopCache();
+  stop(grace?: AbortSignal): Promise<void> {
+    return this.#built.stop(grace);
   }
 
-  /** The cache on every replica, the controller on the elected leader only. */
+  /** The cache on every replica (`berthlease-cache`), the controller on the elected leader only. */
   runnables(): [Runnable, Runnable] {
-    return [
-      {
-        name: `${CONTROLLER_NAME}-cache`,
-        needLeaderElection: false,
-        group: 'caches',
-        start: async (signal) => {
-          this.startInformer();
-          await this.informer.waitForSync(signal);
-        },
-        stop: () => this.#stopCache(),
-      },
-      {
-        name: CONTROLLER_NAME,
-        needLeaderElection: true,
-        start: async (signal) => {
-          this.startInformer();
-          await this.#startController(signal);
-        },
-        stop: (grace) => this.#stopController(grace),
-        ...(this.#handOver !== undefined
-          ? { handOver: (grace: AbortSignal) => this.#handOverActive(grace) }
-          : {}),
-      },
-    ];
+    return this.#built.runnables();
   }
 
   /** Enqueues a reconcile of `namespace/name` (the managed path's nudges). */
@@ -218,36 +196,16 @@ export class BerthLeaseController {
       .map((o) => objectKey(o));
   }
 
-  /** Readiness of the cache (for ProbeServer.addReadyzCheck). */
-  readinessCheck(): { name: string; check: () => void } {
-    return { name: this.informer.name, check: this.informer.readinessCheck() };
-  }
-
-  async #startController(signal?: AbortSignal): Promise<void> {
-    if (this.#started) throw new Error(`${CONTROLLER_NAME} already started`);
-    this.#started = true;
-    await this.controller.start(signal);
-  }
-
-  async #stopController(grace?: AbortSignal): Promise<void> {
-    await this.controller.stop(grace);
-    this.reconciler.reset();
-  }
-
-  /** Stops, drains and releases the managed workloads Active here (after the controller stopped). */
-  async #handOverActive(grace?: AbortSignal): Promise<void> {
-    if (this.#handOver === undefined || !this.#started) return;
-    const bound = AbortSignal.any([...(grace ? [grace] : []), AbortSignal.timeout(this.#handOver.timeoutMs)]);
+  /**
+   * Stops, drains and releases the managed workloads Active here (after the controller stopped), within
+   * `bound` (the stop's grace signal and the hand-over timeout).
+   */
+  async #handOverActive(log: Logger, bound: AbortSignal): Promise<void> {
     const keys = this.activeWorkloadKeys();
     if (keys.length === 0) return;
-    this.#handOver.log.info({ leases: keys.length }, 'handing over managed workloads');
-    const outcomes = await this.reconciler.handOver(keys, bound, this.#handOver.log);
-    this.#handOver.log.info({ outcomes: Object.fromEntries(outcomes) }, 'hand-over finished');
+    log.info({ leases: keys.length }, 'handing over managed workloads');
+    const outcomes = await this.reconciler.handOver(keys, bound, log);
+    log.info({ outcomes: Object.fromEntries(outcomes) }, 'hand-over finished');
     this.reconciler.reset();
-  }
-
-  async #stopCache(): Promise<void> {
-    this.#stopInformer.abort();
-    await this.informer.stop();
   }
 }

@@ -4,7 +4,7 @@
 // by the TTL, and that renewal may be up to one heartbeat old at the crash. If the central lease can
 // expire first, another cluster may acquire it and start the workload while this cluster's Pods still
 // run (a crashed operator stops nothing). The check only warns: the spec is the user's to choose.
-import { JITTER_FACTOR } from '../kube/leader.ts';
+import { JITTER_FACTOR } from '../kube/leader-decision.ts';
 import type { BerthLeaseSpec } from './api.ts';
 
 /** Longest time a crashed leader leaves leases unrenewed before a standby replica resumes them. */

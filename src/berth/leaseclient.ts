@@ -3,18 +3,22 @@
 // over HTTPS with an optional extra CA bundle, SNI override or (development only) no verification.
 // Every request is bounded by a per-request timeout and by the caller's AbortSignal.
 import { readFile } from 'node:fs/promises';
-import {
-  type ClientRequest,
-  Agent as HttpAgent,
-  request as httpRequest,
-  type IncomingMessage,
-} from 'node:http';
+import type { ClientRequest, Agent as HttpAgentType, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { getCACertificates } from 'node:tls';
-import { z } from 'zod';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { Logger } from '../observability/logger.ts';
-import { CLIENT_DEFAULT_TIMEOUT_MS, TOKEN_FILE_CACHE_TTL_MS } from './api.ts';
+
+// The injected helper (src/helper/) runs this client in every opted-in Pod, so it loads nothing beyond
+// Node's own modules and the clock: no zod (about 18 MiB of RSS), no pino at run time, and node:http
+// through getBuiltinModule, because an ESM import of it also loads undici's WebSocket (about 8 MiB;
+// docs/helper.md).
+const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule('node:http');
+
+/** Per-request default (`client.DefaultTimeout`). */
+export const CLIENT_DEFAULT_TIMEOUT_MS = 10_000;
+/** Re-read cadence of a bearer token file (`tokenFileCacheTTL`). */
+export const TOKEN_FILE_CACHE_TTL_MS = 1_000;
 
 /** The answer to acquire and renew. Times are epoch ms; undefined when the server sent Go's zero time. */
 export interface AcquireResult {
@@ -132,13 +136,21 @@ export function parseWireTime(text: string | undefined): number | undefined {
   return ms <= GO_ZERO_TIME_MS ? undefined : ms;
 }
 
-const leaseResponseSchema = z.looseObject({
-  acquired: z.boolean(),
-  holder: z.string().optional(),
-  fencingToken: z.int32().optional(),
-  expiresAt: z.string().optional(),
-  acquiredAt: z.string().optional(),
-});
+const INT32_MAX = 2_147_483_647;
+
+/** The first field of a decoded 200 body that is not of the LeaseResponse shape, with why. */
+function leaseResponseProblem(body: Record<string, unknown>): string | undefined {
+  if (typeof body.acquired !== 'boolean') return 'acquired: expected a boolean';
+  for (const key of ['holder', 'expiresAt', 'acquiredAt'] as const)
+    if (body[key] !== undefined && typeof body[key] !== 'string') return `${key}: expected a string`;
+  const token = body.fencingToken;
+  if (
+    token !== undefined &&
+    (typeof token !== 'number' || !Number.isInteger(token) || token < -INT32_MAX - 1 || token > INT32_MAX)
+  )
+    return 'fencingToken: expected a 32-bit integer';
+  return undefined;
+}
 
 /** Decodes an acquire/renew 200 body. */
 export function decodeLeaseResponse(text: string): AcquireResult {
@@ -148,20 +160,17 @@ export function decodeLeaseResponse(text: string): AcquireResult {
   } catch {
     throw new Error('response is not JSON');
   }
-  const parsed = leaseResponseSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(
-      `unexpected response: ${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
-    );
-  }
-  const body = parsed.data;
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    throw new Error('unexpected response: body: expected an object');
+  const body = json as Record<string, unknown>;
+  const problem = leaseResponseProblem(body);
+  if (problem !== undefined) throw new Error(`unexpected response: ${problem}`);
   return {
-    acquired: body.acquired,
-    holder: body.holder ?? '',
-    fencingToken: body.fencingToken ?? 0,
-    expiresAt: parseWireTime(body.expiresAt),
-    acquiredAt: parseWireTime(body.acquiredAt),
+    acquired: body.acquired as boolean,
+    holder: (body.holder as string | undefined) ?? '',
+    fencingToken: (body.fencingToken as number | undefined) ?? 0,
+    expiresAt: parseWireTime(body.expiresAt as string | undefined),
+    acquiredAt: parseWireTime(body.acquiredAt as string | undefined),
   };
 }
 
@@ -277,7 +286,7 @@ export class HttpLeaseClient implements LeaseClient {
   readonly #base: URL | undefined;
   readonly #tokens: TokenSource;
   readonly #timeoutMs: number;
-  readonly #agent: HttpAgent | HttpsAgent | undefined;
+  readonly #agent: HttpAgentType | HttpsAgent | undefined;
 
   constructor(options: HttpLeaseClientOptions) {
     this.#tokens = new TokenSource(options);
@@ -520,46 +529,4 @@ function aborted(what: string, reason: unknown): LeaseClientError {
 function networkMessage(err: Error): string {
   const code = (err as NodeJS.ErrnoException).code;
   return code !== undefined && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// From flags
-
-export interface LeaseClientFlags {
-  berthApiServer: string;
-  berthApiKey?: string;
-  berthApiKeyFile?: string;
-  berthCaBundleFile?: string;
-  berthServerName?: string;
-  berthInsecureSkipTlsVerify?: boolean;
-  timeoutMs?: number;
-  clock?: Clock;
-  logger?: Logger;
-}
-
-/** Builds the client from the operator flags (§5.1), reading the CA bundle file once. */
-export async function createHttpLeaseClient(flags: LeaseClientFlags): Promise<HttpLeaseClient> {
-  let caBundle: string | undefined;
-  if (flags.berthCaBundleFile) {
-    try {
-      caBundle = await readFile(flags.berthCaBundleFile, 'utf8');
-    } catch (err) {
-      throw new Error(
-        `read --berth-ca-bundle-file ${flags.berthCaBundleFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
-      );
-    }
-    if (!caBundle.includes('-----BEGIN CERTIFICATE-----'))
-      throw new Error(`--berth-ca-bundle-file ${flags.berthCaBundleFile} contains no PEM certificate`);
-  }
-  return new HttpLeaseClient({
-    baseUrl: flags.berthApiServer,
-    apiKey: flags.berthApiKey,
-    apiKeyFile: flags.berthApiKeyFile,
-    caBundle,
-    serverName: flags.berthServerName,
-    insecureSkipTlsVerify: flags.berthInsecureSkipTlsVerify,
-    timeoutMs: flags.timeoutMs,
-    clock: flags.clock,
-    logger: flags.logger,
-  });
 }

@@ -21,20 +21,16 @@ import type { Registry } from 'prom-client';
 import type { KubeRequester } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import { Controller, type ReconcileContext, type ReconcileResult } from '../kube/controller.ts';
-import { type BackoffPolicy, Informer, splitKey } from '../kube/informer.ts';
+import { Informer } from '../kube/informer.ts';
+import { splitKey } from '../kube/keys.ts';
+import type { BackoffPolicy } from '../kube/restart-backoff.ts';
 import type { Logger } from '../observability/logger.ts';
+import { parseStoredWorkload } from '../workloads/model.ts';
 import { type BerthLease, LOCAL_TIMEOUT_MS, MANAGED_LEASE, MANAGED_UID, WorkloadPhase } from './api.ts';
 import type { BerthLeaseApi } from './leaseio.ts';
 import { activeAt, isDeleting } from './ownership.ts';
 import { needsPermit } from './permit.ts';
-import {
-  annotationsOf,
-  isDeletingObject,
-  type KubeObj,
-  kubeObjectSchema,
-  uidOf,
-  type WorkloadApi,
-} from './workload-io.ts';
+import { annotationsOf, isDeletingObject, type KubeObj, uidOf, type WorkloadApi } from './workload-io.ts';
 
 export const MANAGED_PODS = 'managed-pods';
 export const MANAGED_PERMITS = 'managed-permits';
@@ -88,8 +84,8 @@ const terminal = (o: KubernetesObject): boolean => phaseOf(o) === 'Succeeded' ||
 
 /** The lenient view of a cached object (undefined when it is not one). */
 export function asKubeObj(o: KubernetesObject | undefined): KubeObj | undefined {
-  const parsed = kubeObjectSchema.safeParse(o);
-  return parsed.success ? parsed.data : undefined;
+  const parsed = parseStoredWorkload(o);
+  return parsed.ok ? parsed.value : undefined;
 }
 
 /** Keeps only what the managed path reads of a Pod or Job: metadata, gates, node, suspend, phase. */

@@ -23,9 +23,13 @@ import type { Registry } from 'prom-client';
 import type { KubeRequester } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { ReconcileContext } from '../kube/controller.ts';
-import { type BackoffPolicy, type EventHandlers, objectKey, splitKey } from '../kube/informer.ts';
+import { ControllerRunnables } from '../kube/controller-runnables.ts';
+import type { EventHandlers } from '../kube/informer.ts';
+import { objectKey, splitKey } from '../kube/keys.ts';
 import type { Runnable } from '../kube/manager.ts';
+import type { BackoffPolicy } from '../kube/restart-backoff.ts';
 import type { Logger } from '../observability/logger.ts';
+import { qualifiedName } from '../workloads/model.ts';
 import {
   type BerthLease,
   type BerthLeaseStatus,
@@ -38,6 +42,7 @@ import {
 } from './api.ts';
 import { drainJobs, drainPods } from './drain.ts';
 import { KeyedLock } from './keyed-lock.ts';
+import type { LeaseEventRecorder } from './lease-reporter.ts';
 import { type BerthLeaseApi, kubeBerthLeaseApi } from './leaseio.ts';
 import { ManagedJobs } from './managed-jobs.ts';
 import { ManagedPods } from './managed-pods.ts';
@@ -45,7 +50,6 @@ import { type ManagedWorkloadMetrics, managedWorkloadMetrics } from './metrics.t
 import { activeAt, isDeleting } from './ownership.ts';
 import type { WriteObserver } from './ownwrites.ts';
 import { type LeaseSession, managedSelector, type PermitOutcome, permitPods } from './permit.ts';
-import type { LeaseEventRecorder } from './reconciler.ts';
 import { type StatusStamp, stoppingStatus } from './status.ts';
 import {
   applyTargetAction,
@@ -61,11 +65,16 @@ import {
   isTerminalPod,
   type KubeObj,
   kubeWorkloadApi,
-  qualifiedName,
   uidOf,
   type WorkloadApi,
 } from './workload-io.ts';
-import type { LeaseRun, StopProgress, TargetVerdict, WorkloadManager } from './workload-manager.ts';
+import type {
+  LeaseRun,
+  StopProgress,
+  TargetVerdict,
+  VerifiedTarget,
+  WorkloadManager,
+} from './workload-manager.ts';
 
 /** Default workers of each managed controller. */
 export const DEFAULT_MANAGED_CONCURRENCY = 4;
@@ -128,7 +137,7 @@ function activationNote(lease: BerthLease, action: LeaseAction, write: TargetWri
   return `activated ${target} with fencing token ${token}: ${write.outcome === 'absent' ? 'target not found' : what}`;
 }
 
-export class ManagedWorkloads implements WorkloadManager {
+export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
   readonly pods: ManagedPods;
   readonly jobs: ManagedJobs;
   readonly #api: WorkloadApi;
@@ -145,7 +154,8 @@ export class ManagedWorkloads implements WorkloadManager {
   readonly #drained = new Set<string>();
   /** Lease UID -> fencing token of the last Activated event. */
   readonly #activated = new Map<string, number>();
-  readonly #stopCaches = new AbortController();
+  /** managed-pods, managed-permits and managed-jobs on their two caches, as one pair of runnables. */
+  readonly #runnables: ControllerRunnables;
   #link: LeaseControllerLink | undefined;
 
   constructor(options: ManagedWorkloadsOptions) {
@@ -175,6 +185,13 @@ export class ManagedWorkloads implements WorkloadManager {
     };
     this.pods = new ManagedPods(common);
     this.jobs = new ManagedJobs(common);
+    // The Pod and Job controllers are built with their informers (managed-pods.ts, managed-jobs.ts);
+    // managed-permits has no source of its own: Pod events and lease reconciles enqueue it.
+    this.#runnables = new ControllerRunnables({
+      name: 'managed-workloads',
+      caches: [this.pods.informer, this.jobs.informer],
+      controllers: [this.pods.pods, this.pods.permits, this.jobs.controller],
+    });
   }
 
   /**
@@ -207,7 +224,7 @@ export class ManagedWorkloads implements WorkloadManager {
     if ((lease.metadata.namespace ?? '') === this.#operatorNamespace)
       return { ok: false, message: ReconcileError.operatorNamespace, retryAfterMs: undefined };
     const target = lease.spec.target;
-    if (target === undefined) return { ok: true };
+    if (target === undefined) return { ok: true, target: this };
     if (!lease.status?.workload?.targetUID)
       return { ok: false, message: ReconcileError.noAdmissionRecord, retryAfterMs: REQUEUE_ON_FAILURE_MS };
     const kind = targetKind(target);
@@ -226,7 +243,7 @@ export class ManagedWorkloads implements WorkloadManager {
       };
     const mismatch = targetIdentityError(lease, live);
     return mismatch === undefined
-      ? { ok: true }
+      ? { ok: true, target: this }
       : { ok: false, message: mismatch, retryAfterMs: REQUEUE_ON_FAILURE_MS };
   }
 
@@ -426,57 +443,29 @@ export class ManagedWorkloads implements WorkloadManager {
 
   /** Starts the Pod and Job informers (idempotent). */
   startInformers(): void {
-    this.pods.informer.start(this.#stopCaches.signal);
-    this.jobs.informer.start(this.#stopCaches.signal);
+    this.#runnables.startCaches();
   }
 
-  async waitForCaches(signal?: AbortSignal): Promise<void> {
-    await Promise.all([this.pods.informer.waitForSync(signal), this.jobs.informer.waitForSync(signal)]);
+  waitForCaches(signal?: AbortSignal): Promise<void> {
+    return this.#runnables.waitForCaches(signal);
   }
 
-  /** Leader only: the three controllers (after the caches synced). */
-  async startControllers(signal?: AbortSignal): Promise<void> {
-    this.startInformers();
-    await Promise.all([
-      this.pods.pods.start(signal),
-      this.pods.permits.start(signal),
-      this.jobs.controller.start(signal),
-    ]);
+  /** Leader only: the three controllers (after the caches synced). Call once. */
+  startControllers(signal?: AbortSignal): Promise<void> {
+    return this.#runnables.startControllers(signal);
   }
 
-  async stopControllers(grace?: AbortSignal): Promise<void> {
-    await Promise.all([
-      this.pods.pods.stop(grace),
-      this.pods.permits.stop(grace),
-      this.jobs.controller.stop(grace),
-    ]);
+  stopControllers(grace?: AbortSignal): Promise<void> {
+    return this.#runnables.stopControllers(grace);
   }
 
-  async stopCaches(): Promise<void> {
-    this.#stopCaches.abort();
-    await Promise.all([this.pods.informer.stop(), this.jobs.informer.stop()]);
+  stopCaches(): Promise<void> {
+    return this.#runnables.stopCaches();
   }
 
-  /** The caches on every replica (warm for a new leader), the controllers on the leader. */
+  /** `managed-workloads-caches` on every replica (warm for a new leader), the controllers on the leader. */
   runnables(): [Runnable, Runnable] {
-    return [
-      {
-        name: 'managed-workloads-caches',
-        needLeaderElection: false,
-        group: 'caches',
-        start: async (signal) => {
-          this.startInformers();
-          await this.waitForCaches(signal);
-        },
-        stop: () => this.stopCaches(),
-      },
-      {
-        name: 'managed-workloads',
-        needLeaderElection: true,
-        start: (signal) => this.startControllers(signal),
-        stop: (grace) => this.stopControllers(grace),
-      },
-    ];
+    return this.#runnables.runnables();
   }
 }
 

@@ -4,10 +4,12 @@
 //   5 invalid spec  6 target verification  7 central Acquire bounded by min(heartbeat, 2.5 s)
 //   8 acquire error  9 held by another  10 sanity check of the answer  11 local deadline
 //   12 workload record  13 held status  14 activation  15 requeue
-// and `stopAndRelease` (§2.4) for deletion: Release with the recorded holder and token, the finalizer
-// kept until the release succeeds or conflicts. Everything that touches a target goes through the
-// WorkloadManager (workload-manager.ts); decisions are pure (ownership.ts, status.ts, transitions.ts),
-// the Kubernetes I/O is leaseio.ts and the central I/O the LeaseClient.
+// and `stopAndRelease` (§2.4, stop-release.ts) for deletion: Release with the recorded holder and token,
+// the finalizer kept until the release succeeds or conflicts. Everything that touches a target goes
+// through the WorkloadManager (workload-manager.ts); decisions are pure (ownership.ts, status.ts,
+// transitions.ts), the Kubernetes I/O is leaseio.ts and the central I/O the LeaseClient. One reconcile's
+// object and status writes are a LeaseScope (lease-scope.ts); Events and metrics go through the
+// LeaseReporter (lease-reporter.ts); the hand-over's loop is hand-over.ts.
 //
 // Beyond the original: Events and metrics on ownership transitions; a held lease-only status is marked
 // expired (not left claiming `held`) once its central expiry passes during an outage; condition
@@ -16,39 +18,34 @@
 // backoff. A managed standby that never activated waits quietly like a lease-only one (`waiting`, the
 // other holder shown — without its moving expiry —, its target kept stopped without writes, requeue
 // min(heartbeat, ttl/3), no status write while nothing changes) instead of
-// running stopAndRelease with two status writes every second (`managedStandby: 'stop-cycle'` keeps the
-// original for comparison). An untrusted central answer (§2.3 step 10) is handled like a failed call
+// running stopAndRelease with two status writes every second (docs/decisions/0001). An untrusted central answer (§2.3 step 10) is handled like a failed call
 // (HeartbeatHealthy=False/AcquireFailed, retried within 1 s, the workload stopped at its deadline)
 // instead of the error backoff, and a token below one this lease already held is untrusted too.
 // `handOver` stops, drains and releases the managed workloads of this cluster
 // when the leader stops gracefully, so none keeps running without an operator.
-import { setTimeout as sleep } from 'node:timers/promises';
-import { isDeepStrictEqual } from 'node:util';
 import type { Registry } from 'prom-client';
 import { describeError } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
-import type { Referenceable } from '../kube/events.ts';
-import { splitKey } from '../kube/informer.ts';
+import { splitKey } from '../kube/keys.ts';
 import type { Logger } from '../observability/logger.ts';
 import {
   type BerthLease,
-  type BerthLeaseStatus,
   FINALIZER,
   holderFor,
   LeaseState,
-  LOCAL_TIMEOUT_MS,
-  RELEASE_TIMEOUT_MS,
-  REQUEUE_ON_FAILURE_MS,
   ReconcileError,
   validateSpec,
   WorkloadPhase,
   type WorkloadStatus,
 } from './api.ts';
+import { centralErrorMessage } from './central-error.ts';
 import { failoverMarginProblem } from './failover-margin.ts';
-import { type AcquireResult, isLeaseConflict, type LeaseClient, LeaseClientError } from './leaseclient.ts';
+import { type HandOverOutcome, handOverAll } from './hand-over.ts';
+import { type LeaseEventRecorder, LeaseReporter } from './lease-reporter.ts';
+import { LeaseScope, type LeaseScopeDeps } from './lease-scope.ts';
+import type { AcquireResult, LeaseClient } from './leaseclient.ts';
 import type { BerthLeaseApi } from './leaseio.ts';
-import { type AcquireOutcome, type BerthLeaseMetrics, berthLeaseMetrics } from './metrics.ts';
 import {
   acquireBudgetMs,
   acquireErrorRequeueMs,
@@ -62,8 +59,6 @@ import {
   leaseTimes,
   ownershipDeadline,
   reacquireIntervalMs,
-  releaseIdentity,
-  shouldRelease,
   standbyNeedsStop,
   stopAfterAcquireError,
 } from './ownership.ts';
@@ -71,19 +66,17 @@ import type { WriteObserver } from './ownwrites.ts';
 import {
   acquireFailedStatus,
   admissionRequiredStatus,
-  claimsHeld,
   expiredStatus,
   formatTime,
   heldStatus,
   invalidSpecStatus,
   parseTime,
-  type StatusStamp,
-  stoppedStatus,
   targetUnverifiedStatus,
   waitingStatus,
 } from './status.ts';
-import { LeaseEventAction, LeaseEventReason, type LeaseTransition, transitionsOf } from './transitions.ts';
-import { type LeaseRun, leaseOnlyWorkloads, type WorkloadManager } from './workload-manager.ts';
+import { type StopOutcome, stopAndRelease } from './stop-release.ts';
+import { LeaseEventAction, LeaseEventReason } from './transitions.ts';
+import { leaseOnlyWorkloads, type VerifiedTarget, type WorkloadManager } from './workload-manager.ts';
 
 export const CONTROLLER_NAME = 'berthlease';
 
@@ -92,29 +85,6 @@ export const CONTROLLER_NAME = 'berthlease';
  * deadline (the TTL measured from the request) had already passed: nothing was recorded.
  */
 export const OWNERSHIP_ELAPSED_MESSAGE = 'central ownership ended before it could be recorded';
-
-/**
- * How a managed standby (a lease with a target, held by another cluster) behaves: `wait` (default) waits
- * quietly unless its workload may have run; `stop-cycle` is the original 0.4.1 behaviour (stopAndRelease
- * on every reconcile: phase Stopping and back, two status writes per cycle, every second), kept only to
- * measure the difference.
- */
-export type ManagedStandby = 'wait' | 'stop-cycle';
-
-/** Pause between the passes of a shutdown hand-over while Pods terminate. */
-export const HAND_OVER_POLL_MS = 200;
-
-/** What a hand-over achieved per lease key. */
-export type HandOverOutcome = 'released' | 'not-active' | 'unfinished';
-
-/** Longest condition message taken from an error. */
-const MAX_ERROR_MESSAGE = 1024;
-
-/** An EventRecorder, or a fake. Must never throw or reject. */
-export interface LeaseEventRecorder {
-  normal(regarding: Referenceable, reason: string, action: string, note?: string): Promise<void>;
-  warning(regarding: Referenceable, reason: string, action: string, note?: string): Promise<void>;
-}
 
 export interface BerthLeaseReconcilerOptions {
   api: BerthLeaseApi;
@@ -131,25 +101,11 @@ export interface BerthLeaseReconcilerOptions {
   registry?: Registry;
   /** Told about every status write (the controller drops the watch events they cause). */
   writes?: WriteObserver;
-  /** Default `wait`. */
-  managedStandby?: ManagedStandby;
   /**
    * How long a crashed leader can leave leases unrenewed (`leaderFailoverBoundMs`); leases whose TTL
    * does not outlast it get a Warning Event. Undefined: not checked (no leader election).
    */
   failoverBoundMs?: number;
-}
-
-/** How far one stopAndRelease got. */
-type StopOutcome = 'draining' | 'release-failed' | 'stopped' | 'removed';
-
-/** The condition message of a failed central call: stable while the cause persists. */
-export function centralErrorMessage(err: unknown): string {
-  let text = err instanceof Error ? err.message : String(err);
-  // A 5xx carries a fresh request id each time; it is logged, not written to the status.
-  if (err instanceof LeaseClientError && err.requestId !== undefined)
-    text = text.replace(/ \(requestId [^)]*\)$/, '');
-  return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE)}...` : text;
 }
 
 export class BerthLeaseReconciler {
@@ -158,10 +114,8 @@ export class BerthLeaseReconciler {
   readonly #clusterIdentity: string;
   readonly #workloads: WorkloadManager;
   readonly #clock: Clock;
-  readonly #recorder: LeaseEventRecorder | undefined;
-  readonly #metrics: BerthLeaseMetrics | undefined;
+  readonly #reporter: LeaseReporter;
   readonly #writes: WriteObserver | undefined;
-  readonly #managedStandby: ManagedStandby;
   /**
    * Highest token held per lease key (`namespace/name`) with the object's UID, remembered past a release:
    * the status forgets the token once the lease is stopped, and a later answer below it is not trusted.
@@ -178,11 +132,9 @@ export class BerthLeaseReconciler {
     this.#clusterIdentity = options.clusterIdentity ?? '';
     this.#workloads = options.workloads ?? leaseOnlyWorkloads(options.operatorNamespace);
     this.#clock = options.clock ?? realClock;
-    this.#recorder = options.recorder;
+    this.#reporter = new LeaseReporter(options.recorder, options.registry);
     this.#failoverBoundMs = options.failoverBoundMs;
-    this.#metrics = options.registry === undefined ? undefined : berthLeaseMetrics(options.registry);
     this.#writes = options.writes;
-    this.#managedStandby = options.managedStandby ?? 'wait';
   }
 
   /** The Controller's reconcile function; the key is `namespace/name`. */
@@ -191,7 +143,7 @@ export class BerthLeaseReconciler {
 
   /** This replica stopped reconciling (lost or gave up leadership): it no longer knows who holds what. */
   reset(): void {
-    this.#metrics?.held.reset();
+    this.#reporter.reset();
   }
 
   async #reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult> {
@@ -214,8 +166,14 @@ export class BerthLeaseReconciler {
       ctx.log.debug('finalizer added');
       return {};
     }
-    const run = new Run(this.#runDeps(), lease, holderFor(this.#clusterIdentity, lease.spec), key, ctx);
-    this.#setHeld(lease);
+    const run = new LeaseScope(
+      this.#scopeDeps(),
+      lease,
+      holderFor(this.#clusterIdentity, lease.spec),
+      key,
+      ctx,
+    );
+    this.#reporter.setHeld(lease);
     // 3. Every status write stamps observedGeneration (status.ts).
     const invalid = validateSpec(lease.spec);
     if (invalid === undefined) this.#checkFailoverMargin(lease, ctx);
@@ -232,7 +190,8 @@ export class BerthLeaseReconciler {
       ctx.log.info({ error: invalid }, 'invalid spec');
       return {};
     }
-    // 6. Target verification.
+    // 6. Target verification; only a verified target is pruned and activated (steps 12, 14).
+    let verified: VerifiedTarget | undefined;
     if (lease.spec.target !== undefined) {
       const verdict = await this.#workloads.verifyTarget(run);
       if (!verdict.ok) {
@@ -255,12 +214,13 @@ export class BerthLeaseReconciler {
         ctx.log.info({ error: verdict.message }, 'target not verified');
         return verdict.retryAfterMs === undefined ? {} : { requeueAfter: verdict.retryAfterMs };
       }
+      verified = verdict.target;
     }
-    return this.#acquire(run);
+    return this.#acquire(run, verified);
   }
 
   // 7-15
-  async #acquire(run: Run): Promise<ReconcileResult> {
+  async #acquire(run: LeaseScope, verified: VerifiedTarget | undefined): Promise<ReconcileResult> {
     const lease = run.lease;
     const { namespace = '' } = lease.metadata;
     const { ttlMs, heartbeatMs } = leaseTimes(lease);
@@ -281,7 +241,7 @@ export class BerthLeaseReconciler {
         },
       );
     } catch (err) {
-      this.#observeAcquire('error', started);
+      this.#reporter.observeAcquire('error', started);
       // The reconcile's own bound passed: nothing more can be written in it.
       if (run.signal.aborted) throw err;
       return this.#acquireFailed(run, err, heartbeatMs, activeDeadline);
@@ -289,10 +249,9 @@ export class BerthLeaseReconciler {
 
     // 9. Held by another.
     if (!res.acquired) {
-      this.#observeAcquire('held-by-other', started);
+      this.#reporter.observeAcquire('held-by-other', started);
       if (lease.spec.target !== undefined) {
-        if (this.#managedStandby === 'stop-cycle' || standbyNeedsStop(lease))
-          return this.#stopAndRelease(run);
+        if (standbyNeedsStop(lease)) return this.#stopAndRelease(run);
         // A standby that never activated: nothing of it may run; keep its target stopped (no write
         // when it is) and wait like a lease-only standby.
         await this.#workloads.stopTarget(run);
@@ -310,7 +269,7 @@ export class BerthLeaseReconciler {
     const now = run.now();
     const bad = checkCentralAnswer(res, run.holder, now, this.#highestToken(lease));
     if (bad !== undefined || res.expiresAt === undefined) {
-      this.#observeAcquire('error', started);
+      this.#reporter.observeAcquire('error', started);
       run.log.error(
         {
           holder: res.holder,
@@ -326,7 +285,7 @@ export class BerthLeaseReconciler {
         activeDeadline,
       );
     }
-    this.#observeAcquire('acquired', started);
+    this.#reporter.observeAcquire('acquired', started);
 
     // 11. Local deadline.
     const deadline = ownershipDeadline(start, ttlMs, res.expiresAt);
@@ -339,13 +298,13 @@ export class BerthLeaseReconciler {
 
     // 12. The workload record (managed).
     let workload: WorkloadStatus | undefined;
-    if (lease.spec.target !== undefined) {
+    if (verified !== undefined) {
       const w = lease.status?.workload;
       if (w?.phase === WorkloadPhase.Active && w.token !== res.fencingToken) {
         run.log.info({ recorded: w.token, fencingToken: res.fencingToken }, 'ownership epoch changed');
         return this.#stopAndRelease(run);
       }
-      const pods = await this.#workloads.pruneCompleted(run, w?.pods ?? []);
+      const pods = await verified.pruneCompleted(run, w?.pods ?? []);
       workload = {
         ...(w ?? { targetUID: '' }),
         phase: WorkloadPhase.Active,
@@ -374,14 +333,14 @@ export class BerthLeaseReconciler {
     );
     this.#noteToken(lease, res.fencingToken);
     // 14. Activation (managed).
-    if (lease.spec.target !== undefined) await this.#workloads.activate(run);
+    if (verified !== undefined) await verified.activate(run);
     // 15.
     return { requeueAfter: heldRequeueMs(heartbeatMs, deadline, run.now()) };
   }
 
   // 8.
   async #acquireFailed(
-    run: Run,
+    run: LeaseScope,
     err: unknown,
     heartbeatMs: number,
     activeDeadline: number | undefined,
@@ -407,65 +366,18 @@ export class BerthLeaseReconciler {
   }
 
   // §2.4
-  async #stopAndRelease(run: Run): Promise<ReconcileResult> {
+  async #stopAndRelease(run: LeaseScope): Promise<ReconcileResult> {
     return (await this.#stopAndReleaseOutcome(run)).result;
   }
 
-  async #stopAndReleaseOutcome(run: Run): Promise<{ result: ReconcileResult; outcome: StopOutcome }> {
-    if (run.lease.spec.target !== undefined) {
-      const progress = await this.#workloads.stopWorkload(run);
-      if (progress === 'pending')
-        return { result: { requeueAfter: REQUEUE_ON_FAILURE_MS }, outcome: 'draining' };
-    }
-    const lease = run.lease;
-    const { namespace = '', name } = lease.metadata;
-    const id = releaseIdentity(lease);
-    if (shouldRelease(id)) {
-      const note = `lease ${JSON.stringify(id.leaseName)} held as ${JSON.stringify(id.holder)} with fencing token ${id.fencingToken}`;
-      try {
-        await this.#leaseClient.release(namespace, id.leaseName, id.holder, id.fencingToken, {
-          signal: run.signal,
-          timeoutMs: RELEASE_TIMEOUT_MS,
-        });
-        run.log.info({ leaseName: id.leaseName, fencingToken: id.fencingToken }, 'released');
-        this.#event(lease, 'normal', LeaseEventReason.Released, LeaseEventAction.Release, `released ${note}`);
-      } catch (err) {
-        if (!isLeaseConflict(err)) {
-          if (run.signal.aborted) throw err;
-          // The finalizer stays until the release succeeds or conflicts.
-          run.log.error({ err: describeError(err) }, 'central release failed; retrying');
-          this.#event(
-            lease,
-            'warning',
-            LeaseEventReason.ReleaseFailed,
-            LeaseEventAction.Release,
-            `${note}: ${centralErrorMessage(err)}`,
-          );
-          return { result: { requeueAfter: REQUEUE_ON_FAILURE_MS }, outcome: 'release-failed' };
-        }
-        run.log.info(
-          { leaseName: id.leaseName, fencingToken: id.fencingToken },
-          'release conflicted: not ours any more',
-        );
-        this.#event(
-          lease,
-          'normal',
-          LeaseEventReason.Released,
-          LeaseEventAction.Release,
-          `${note} was already held by another identity or token`,
-        );
-      }
-      this.#metrics?.transitions.inc({ namespace, name, state: 'released' });
-    }
-    if (isDeleting(lease)) {
-      const finalizers = (lease.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
-      await this.#api.setFinalizers(lease, finalizers, run.signal);
-      run.log.info('finalizer removed');
-      this.#forget(namespace, name);
-      return { result: {}, outcome: 'removed' };
-    }
-    await run.writeStatus(stoppedStatus(lease.status, run.stamp()));
-    return { result: { requeueAfter: REQUEUE_ON_FAILURE_MS }, outcome: 'stopped' };
+  #stopAndReleaseOutcome(run: LeaseScope): Promise<{ result: ReconcileResult; outcome: StopOutcome }> {
+    return stopAndRelease(run, {
+      api: this.#api,
+      leaseClient: this.#leaseClient,
+      workloads: this.#workloads,
+      reporter: this.#reporter,
+      forget: (namespace, name) => this.#forget(namespace, name),
+    });
   }
 
   // ---- graceful hand-over ----
@@ -477,48 +389,15 @@ export class BerthLeaseReconciler {
    * the TTL. Passes repeat while Pods terminate, until done or `signal` aborts; whatever is unfinished
    * stays Stopping (persisted) for the next leader. Never throws.
    */
-  async handOver(
+  handOver(
     keys: readonly string[],
     signal: AbortSignal,
     log: Logger,
-    pollMs = HAND_OVER_POLL_MS,
+    pollMs?: number,
   ): Promise<Map<string, HandOverOutcome>> {
-    const outcomes = new Map<string, HandOverOutcome>();
-    await Promise.all(
-      keys.map(async (key) => {
-        const { namespace, name } = splitKey(key);
-        let outcome: HandOverOutcome = 'unfinished';
-        for (let pass = 1; !signal.aborted; pass++) {
-          const bound = AbortSignal.any([signal, AbortSignal.timeout(LOCAL_TIMEOUT_MS)]);
-          const ctx: ReconcileContext = {
-            signal: bound,
-            log: log.child({ namespace, name, handOver: pass }),
-            reconcileID: `hand-over-${pass}`,
-            namespace,
-            name,
-          };
-          try {
-            const result = await this.#exclusive(key, () => this.#handOverPass(key, ctx), bound);
-            if (result !== 'unfinished') {
-              outcome = result;
-              break;
-            }
-          } catch (err) {
-            ctx.log.warn({ err: describeError(err) }, 'hand-over pass failed');
-          }
-          // Pacing while Pods terminate (real time: no decision depends on it).
-          try {
-            await sleep(pollMs, undefined, { signal });
-          } catch {
-            break;
-          }
-        }
-        outcomes.set(key, outcome);
-        if (outcome === 'unfinished')
-          log.warn({ key }, 'hand-over unfinished: the workload stays Stopping for the next leader');
-      }),
-    );
-    return outcomes;
+    const pass = (key: string, ctx: ReconcileContext): Promise<HandOverOutcome> =>
+      this.#exclusive(key, () => this.#handOverPass(key, ctx), ctx.signal);
+    return handOverAll(keys, signal, log, pass, pollMs);
   }
 
   async #handOverPass(key: string, ctx: ReconcileContext): Promise<HandOverOutcome> {
@@ -532,7 +411,13 @@ export class BerthLeaseReconciler {
       (phase !== WorkloadPhase.Active && phase !== WorkloadPhase.Stopping)
     )
       return 'not-active';
-    const run = new Run(this.#runDeps(), lease, holderFor(this.#clusterIdentity, lease.spec), key, ctx);
+    const run = new LeaseScope(
+      this.#scopeDeps(),
+      lease,
+      holderFor(this.#clusterIdentity, lease.spec),
+      key,
+      ctx,
+    );
     const { outcome } = await this.#stopAndReleaseOutcome(run);
     return outcome === 'stopped' || outcome === 'removed' ? 'released' : 'unfinished';
   }
@@ -544,22 +429,13 @@ export class BerthLeaseReconciler {
 
   // ---- observation ----
 
-  #runDeps(): RunDeps {
+  #scopeDeps(): LeaseScopeDeps {
     return {
       api: this.#api,
       clock: this.#clock,
       ...(this.#writes === undefined ? {} : { writes: this.#writes }),
-      onWritten: (before, after) => this.#onWritten(before, after),
+      onWritten: (before, after) => this.#reporter.written(before, after),
     };
-  }
-
-  #observeAcquire(outcome: AcquireOutcome, started: number): void {
-    this.#metrics?.acquireDuration.observe({ outcome }, (performance.now() - started) / 1000);
-  }
-
-  #setHeld(lease: BerthLease): void {
-    const { namespace = '', name } = lease.metadata;
-    this.#metrics?.held.set({ namespace, name }, claimsHeld(lease.status) ? 1 : 0);
   }
 
   #checkFailoverMargin(lease: BerthLease, ctx: ReconcileContext): void {
@@ -571,11 +447,17 @@ export class BerthLeaseReconciler {
     const problem = failoverMarginProblem(lease.spec, this.#failoverBoundMs);
     if (problem === undefined) return;
     ctx.log.warn({ ttlSeconds: lease.spec.ttlSeconds }, problem);
-    this.#event(lease, 'warning', LeaseEventReason.TTLBelowFailover, LeaseEventAction.Acquire, problem);
+    this.#reporter.event(
+      lease,
+      'warning',
+      LeaseEventReason.TTLBelowFailover,
+      LeaseEventAction.Acquire,
+      problem,
+    );
   }
 
   #forget(namespace: string, name: string): void {
-    this.#metrics?.held.remove({ namespace, name });
+    this.#reporter.forget(namespace, name);
     this.#tokens.delete(`${namespace}/${name}`);
     this.#marginChecked.delete(`${namespace}/${name}`);
   }
@@ -594,104 +476,5 @@ export class BerthLeaseReconciler {
   #noteToken(lease: BerthLease, token: number): void {
     const { namespace = '', name, uid = '' } = lease.metadata;
     this.#tokens.set(`${namespace}/${name}`, { uid, token: Math.max(token, this.#highestToken(lease)) });
-  }
-
-  #onWritten(before: BerthLeaseStatus | undefined, after: BerthLease): void {
-    this.#setHeld(after);
-    const { namespace = '', name } = after.metadata;
-    for (const t of transitionsOf(before, after.status)) {
-      this.#report(after, t);
-      if (t.kind === 'acquired') this.#metrics?.transitions.inc({ namespace, name, state: 'held' });
-      if (t.kind === 'lost') this.#metrics?.transitions.inc({ namespace, name, state: 'waiting' });
-    }
-  }
-
-  #report(lease: BerthLease, t: LeaseTransition): void {
-    const leaseName = JSON.stringify(lease.spec.leaseName);
-    switch (t.kind) {
-      case 'acquired':
-        this.#event(
-          lease,
-          'normal',
-          LeaseEventReason.Acquired,
-          LeaseEventAction.Acquire,
-          `acquired lease ${leaseName} as ${JSON.stringify(t.holder)} with fencing token ${t.fencingToken}`,
-        );
-        return;
-      case 'lost':
-        this.#event(lease, 'warning', LeaseEventReason.LeaseLost, LeaseEventAction.Acquire, t.detail);
-        return;
-      case 'unhealthy':
-        this.#event(lease, 'warning', LeaseEventReason.AcquireFailed, LeaseEventAction.Acquire, t.detail);
-        return;
-    }
-  }
-
-  #event(lease: BerthLease, type: 'normal' | 'warning', reason: string, action: string, note: string): void {
-    const regarding: Referenceable = {
-      apiVersion: lease.apiVersion,
-      kind: lease.kind,
-      name: lease.metadata.name,
-      namespace: lease.metadata.namespace,
-      uid: lease.metadata.uid,
-    };
-    const recorder = this.#recorder;
-    if (recorder === undefined) return;
-    // Recorders must not reject; should one do so anyway, it is not the reconcile's failure.
-    recorder[type](regarding, reason, action, note).catch(() => {});
-  }
-}
-
-interface RunDeps {
-  api: BerthLeaseApi;
-  clock: Clock;
-  writes?: WriteObserver;
-  onWritten(before: BerthLeaseStatus | undefined, after: BerthLease): void;
-}
-
-/** One reconcile of one lease: the latest copy of the object and its guarded status writes. */
-class Run implements LeaseRun {
-  readonly holder: string;
-  readonly signal: AbortSignal;
-  readonly log: Logger;
-  readonly #deps: RunDeps;
-  readonly #key: string;
-  #lease: BerthLease;
-
-  constructor(deps: RunDeps, lease: BerthLease, holder: string, key: string, ctx: ReconcileContext) {
-    this.#deps = deps;
-    this.#lease = lease;
-    this.#key = key;
-    this.holder = holder;
-    this.signal = ctx.signal;
-    this.log = ctx.log;
-  }
-
-  get lease(): BerthLease {
-    return this.#lease;
-  }
-
-  now(): number {
-    return this.#deps.clock.now();
-  }
-
-  stamp(): StatusStamp {
-    return { now: this.now(), generation: this.#lease.metadata.generation };
-  }
-
-  async writeStatus(status: BerthLeaseStatus): Promise<BerthLease> {
-    const before = this.#lease.status;
-    if (isDeepStrictEqual(before ?? {}, status)) return this.#lease;
-    const writes = this.#deps.writes;
-    writes?.begin(this.#key);
-    let written: BerthLease | undefined;
-    try {
-      written = await this.#deps.api.updateStatus(this.#lease, status, this.signal);
-    } finally {
-      writes?.end(this.#key, written?.metadata.resourceVersion);
-    }
-    this.#lease = written;
-    this.#deps.onWritten(before, written);
-    return written;
   }
 }

@@ -12,6 +12,7 @@
 // is written once per stop: a later pass that finds the same fence and a stopped target writes nothing.
 // The pure planning is separate from the I/O so it is unit-tested without a server.
 import { isConflict } from '../kube/client.ts';
+import { kindOf, type WorkloadKind } from '../workloads/model.ts';
 import {
   type BerthLease,
   isCronJobTarget,
@@ -22,14 +23,7 @@ import {
   STOP_FENCE,
   type TargetRef,
 } from './api.ts';
-import {
-  annotationsOf,
-  type KubeObj,
-  kindOf,
-  uidOf,
-  type WorkloadApi,
-  type WorkloadKind,
-} from './workload-io.ts';
+import { annotationsOf, type KubeObj, uidOf, type WorkloadApi } from './workload-io.ts';
 
 /** The kind of a (validated) target reference. */
 export function targetKind(target: TargetRef): WorkloadKind {

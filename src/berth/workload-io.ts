@@ -2,103 +2,25 @@
 // their owner chains, Pods and Jobs. Reads never come from an informer cache (ownership decisions are
 // made on them, docs/behaviour.md §2.1) and LISTs carry no resourceVersion, so they are consistent reads. Every
 // write is guarded: merge patches name `metadata.resourceVersion` (and `metadata.uid`), deletes carry a
-// UID precondition. Objects are parsed leniently (only the fields the managed path reads are typed).
-import { z } from 'zod';
+// UID precondition. Objects are parsed with the workload model's one parser (src/workloads/model.ts).
+import { isConflict, isNotFound, type KubeRequester, readJson, statusOf } from '../kube/client.ts';
 import {
-  isConflict,
-  isNotFound,
-  type KubeRequester,
-  readJson,
-  resourcePath,
-  statusOf,
-} from '../kube/client.ts';
+  KINDS,
+  parseStoredWorkload,
+  qualifiedName,
+  type StoredWorkload,
+  type WorkloadKind,
+} from '../workloads/model.ts';
+import { workloadPath } from '../workloads/paths.ts';
 
-// ---- the objects, as far as the managed path reads them ----
+/** A Pod, Job or workload as the managed path reads it from the API server or its caches. */
+export type KubeObj = StoredWorkload;
 
-const stringMap = z.record(z.string(), z.string());
-
-const ownerReferenceSchema = z.looseObject({
-  apiVersion: z.string(),
-  kind: z.string(),
-  name: z.string(),
-  uid: z.string(),
-  controller: z.boolean().nullish(),
-});
-export type OwnerReference = z.infer<typeof ownerReferenceSchema>;
-
-const metaSchema = z.looseObject({
-  name: z.string(),
-  namespace: z.string().nullish(),
-  uid: z.string().nullish(),
-  resourceVersion: z.string().nullish(),
-  creationTimestamp: z.string().nullish(),
-  deletionTimestamp: z.string().nullish(),
-  labels: stringMap.nullish(),
-  annotations: stringMap.nullish(),
-  ownerReferences: z.array(ownerReferenceSchema).nullish(),
-  finalizers: z.array(z.string()).nullish(),
-});
-
-export const kubeObjectSchema = z.looseObject({
-  apiVersion: z.string().nullish(),
-  kind: z.string().nullish(),
-  metadata: metaSchema,
-  spec: z
-    .looseObject({
-      replicas: z.number().nullish(),
-      suspend: z.boolean().nullish(),
-      nodeName: z.string().nullish(),
-      schedulingGates: z.array(z.looseObject({ name: z.string() })).nullish(),
-    })
-    .nullish(),
-  status: z.looseObject({ phase: z.string().nullish() }).nullish(),
-});
-/** A Pod, Job or workload: metadata, and the few spec/status fields the managed path reads. */
-export type KubeObj = z.infer<typeof kubeObjectSchema>;
-
+/** An object read from the API server; throws when it does not fit the model. */
 export function parseKubeObject(json: unknown, what: string): KubeObj {
-  const parsed = kubeObjectSchema.safeParse(json);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new Error(
-    `${what} is malformed: ${issue?.path.join('.') || 'object'}: ${issue?.message ?? 'invalid'}`,
-  );
-}
-
-// ---- kinds ----
-
-/** The kinds the managed path reads or writes. */
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'ReplicaSet' | 'CronJob' | 'Job' | 'Pod';
-
-export interface KindInfo {
-  apiVersion: string;
-  group: string;
-  version: string;
-  plural: string;
-}
-
-export const KINDS: Record<WorkloadKind, KindInfo> = {
-  Deployment: { apiVersion: 'apps/v1', group: 'apps', version: 'v1', plural: 'deployments' },
-  StatefulSet: { apiVersion: 'apps/v1', group: 'apps', version: 'v1', plural: 'statefulsets' },
-  ReplicaSet: { apiVersion: 'apps/v1', group: 'apps', version: 'v1', plural: 'replicasets' },
-  CronJob: { apiVersion: 'batch/v1', group: 'batch', version: 'v1', plural: 'cronjobs' },
-  Job: { apiVersion: 'batch/v1', group: 'batch', version: 'v1', plural: 'jobs' },
-  Pod: { apiVersion: 'v1', group: '', version: 'v1', plural: 'pods' },
-};
-
-/** The kind of an `apiVersion`/`kind` pair the managed path handles (group match, any version), if any. */
-export function kindOf(apiVersion: string, kind: string): WorkloadKind | undefined {
-  const info = KINDS[kind as WorkloadKind];
-  if (info === undefined) return undefined;
-  const slash = apiVersion.indexOf('/');
-  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
-  return group === info.group ? (kind as WorkloadKind) : undefined;
-}
-
-/** `deployments.apps "web"`, as Kubernetes names an object in its messages. */
-export function qualifiedName(kind: WorkloadKind, name: string): string {
-  const info = KINDS[kind];
-  return `${info.plural}${info.group ? `.${info.group}` : ''} ${JSON.stringify(name)}`;
+  const parsed = parseStoredWorkload(json);
+  if (parsed.ok) return parsed.value;
+  throw new Error(`${what} is malformed: ${parsed.error}`);
 }
 
 export type DeleteOutcome = 'deleted' | 'gone';
@@ -139,12 +61,6 @@ export interface WorkloadApi {
   ): Promise<DeleteOutcome>;
 }
 
-const objectPath = (kind: WorkloadKind, namespace: string, name?: string): string => {
-  const info = KINDS[kind];
-  const base = resourcePath({ group: info.group, version: info.version, plural: info.plural, namespace });
-  return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
-};
-
 /** The API server as a WorkloadApi (through the operator's transport and identity). */
 export function kubeWorkloadApi(transport: KubeRequester): WorkloadApi {
   const opt = (signal: AbortSignal | undefined) => (signal === undefined ? {} : { signal });
@@ -152,7 +68,7 @@ export function kubeWorkloadApi(transport: KubeRequester): WorkloadApi {
     async get(kind, namespace, name, signal) {
       try {
         const json = await readJson<unknown>(
-          await transport.request({ path: objectPath(kind, namespace, name), ...opt(signal) }),
+          await transport.request({ path: workloadPath(kind, namespace, name), ...opt(signal) }),
         );
         return parseKubeObject(json, qualifiedName(kind, name));
       } catch (err) {
@@ -163,7 +79,7 @@ export function kubeWorkloadApi(transport: KubeRequester): WorkloadApi {
     async list(kind, namespace, labelSelector, signal) {
       const json = await readJson<{ items?: unknown[] }>(
         await transport.request({
-          path: objectPath(kind, namespace),
+          path: workloadPath(kind, namespace),
           query: { labelSelector },
           ...opt(signal),
         }),
@@ -174,7 +90,7 @@ export function kubeWorkloadApi(transport: KubeRequester): WorkloadApi {
       const json = await readJson<unknown>(
         await transport.request({
           method: 'PATCH',
-          path: objectPath(kind, namespace, name),
+          path: workloadPath(kind, namespace, name),
           body: patch,
           contentType: 'application/merge-patch+json',
           ...opt(signal),
@@ -187,7 +103,7 @@ export function kubeWorkloadApi(transport: KubeRequester): WorkloadApi {
         await readJson<unknown>(
           await transport.request({
             method: 'DELETE',
-            path: objectPath(kind, namespace, name),
+            path: workloadPath(kind, namespace, name),
             body: {
               kind: 'DeleteOptions',
               apiVersion: 'v1',
@@ -218,10 +134,6 @@ export const gatesOf = (o: KubeObj): string[] => (o.spec?.schedulingGates ?? [])
 /** A Pod that finished: it runs nothing any more. */
 export const isTerminalPod = (pod: KubeObj): boolean =>
   pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
-
-/** The first ownerReference with controller: true (metav1.GetControllerOf). */
-export const controllerOf = (o: KubeObj): OwnerReference | undefined =>
-  (o.metadata.ownerReferences ?? []).find((r) => r.controller === true);
 
 /** The API message of an error (what `kubectl` prints), without headers or bodies. */
 export function apiMessage(err: unknown): string {

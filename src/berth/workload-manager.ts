@@ -4,9 +4,12 @@
 // deadline) and every status condition of the lease — and calls a WorkloadManager for what touches
 // the target, its Jobs and its Pods. Only leases with `spec.target` reach these hooks.
 //
+// Activation and pruning (steps 12 and 14) come with a successful verification (`TargetVerdict.target`):
+// a manager that cannot verify a target has nothing to activate, and need not pretend it could.
+//
 // `leaseOnlyWorkloads()` is the implementation of an operator without workload admission: every target
 // fails verification with the exact messages of §2.3 step 6, so nothing is ever activated, and there
-// is nothing to stop, prune or permit.
+// is nothing to stop.
 import type { Logger } from '../observability/logger.ts';
 import { type BerthLease, type BerthLeaseStatus, type PermittedPod, ReconcileError } from './api.ts';
 import type { StatusStamp } from './status.ts';
@@ -31,8 +34,19 @@ export interface LeaseRun {
   writeStatus(status: BerthLeaseStatus): Promise<BerthLease>;
 }
 
+/** What a verified target lets the reconcile do once ownership is recorded. */
+export interface VerifiedTarget {
+  /** §2.3 step 12 (`pruneCompleted`): the registered Pods that still exist as non-terminal Pods. */
+  pruneCompleted(run: LeaseRun, pods: readonly PermittedPod[]): Promise<PermittedPod[]>;
+  /**
+   * §2.3 step 14: ownership (phase Active, holder, token, deadline) is persisted; apply acquireAction
+   * to the target (its UID checked) and permit the registered Pods.
+   */
+  activate(run: LeaseRun): Promise<void>;
+}
+
 export type TargetVerdict =
-  | { ok: true }
+  | { ok: true; target: VerifiedTarget }
   | {
       ok: false;
       /** The `Acquired=False/AdmissionRequired` message (one of ReconcileError's, or the GET error). */
@@ -49,7 +63,8 @@ export type StopProgress = 'done' | 'pending';
 export interface WorkloadManager {
   /**
    * §2.3 step 6 (`verifyTarget`): the lease is outside the operator namespace, workload admission is
-   * on, the workload record has the target's admitted UID, and the live target matches it.
+   * on, the workload record has the target's admitted UID, and the live target matches it. Only a
+   * verified target can be pruned and activated (steps 12 and 14).
    */
   verifyTarget(run: LeaseRun): Promise<TargetVerdict>;
   /**
@@ -64,13 +79,6 @@ export interface WorkloadManager {
    * central lease only after `done`, and keeps identity, token and finalizer otherwise.
    */
   stopWorkload(run: LeaseRun): Promise<StopProgress>;
-  /** §2.3 step 12 (`pruneCompleted`): the registered Pods that still exist as non-terminal Pods. */
-  pruneCompleted(run: LeaseRun, pods: readonly PermittedPod[]): Promise<PermittedPod[]>;
-  /**
-   * §2.3 step 14: ownership (phase Active, holder, token, deadline) is persisted; apply acquireAction
-   * to the target (its UID checked) and permit the registered Pods.
-   */
-  activate(run: LeaseRun): Promise<void>;
   /**
    * Optional: runs one reconcile of `key` (`namespace/name`) exclusively with the manager's own work on
    * the same lease (e.g. Pod registrations made outside reconciles), so they do not race each other's
@@ -104,12 +112,6 @@ export function leaseOnlyWorkloads(operatorNamespace: string): WorkloadManager {
         );
       }
       return 'done';
-    },
-    async pruneCompleted(_run, pods) {
-      return [...pods];
-    },
-    async activate() {
-      throw new Error('a lease-only operator never activates targets');
     },
   };
 }

@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { type CommandSpec, type FlagValues, parseDuration, UsageError } from '../cli.ts';
+import { isDnsLabel } from '../kube/names.ts';
 import { parseBindAddress } from '../observability/health.ts';
 import { createLogger, LOG_FORMATS, LOG_LEVELS, type Logger } from '../observability/logger.ts';
 import { AUTH_MODES, type AuthMode } from './auth.ts';
@@ -247,8 +248,6 @@ export function resolveStoreBackend(flags: {
   }
 }
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
 const bindAddress = (optional: boolean) =>
   z.string().refine(
     (v) => {
@@ -306,7 +305,7 @@ const flagsSchema = z
     'coordination-kubeconfig': z.string(),
     'coordination-namespace': z
       .string()
-      .refine((v) => v === '' || DNS_LABEL.test(v), { message: 'must be a namespace name (RFC 1123 label)' }),
+      .refine((v) => v === '' || isDnsLabel(v), { message: 'must be a namespace name (RFC 1123 label)' }),
     'coordination-qps': z.number().min(0, 'must be at least 0 (0 disables the limit)'),
     'coordination-burst': z.number().int('must be a whole number').min(1, 'must be at least 1'),
   })

@@ -21,6 +21,7 @@
 // six fractional digits (the only form kube-apiserver accepts), spec.leaseTransitions = fencing token,
 // annotation `berth.skaphos.io/version` = the store version (missing means 1).
 import { createHash } from 'node:crypto';
+import { formatMicroTime, parseMicroTime } from '../kube/microtime.ts';
 import { keyString, type LeaseKey, type LeaseRecord } from './record.ts';
 import { validateKey } from './validate.ts';
 
@@ -71,21 +72,6 @@ export interface LeaseObject {
     [field: string]: unknown;
   };
   [field: string]: unknown;
-}
-
-/** RFC 3339 in UTC with exactly six fractional digits (milliseconds padded with 000). */
-export function formatMicroTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/Z$/, '000Z');
-}
-
-const TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
-
-/** Epoch ms of a MicroTime (or any RFC 3339 time); sub-millisecond digits are truncated. */
-export function parseMicroTime(text: string): number {
-  const m = TIME.exec(text);
-  const seconds = m ? Date.parse(`${m[1]}${m[3]}`) : Number.NaN;
-  if (!Number.isFinite(seconds)) throw new Error(`invalid MicroTime ${JSON.stringify(text)}`);
-  return seconds + Number((m![2] ?? '').padEnd(3, '0').slice(0, 3));
 }
 
 /** The key an object's annotations name, if both are present. */

@@ -1,6 +1,7 @@
 // Request validation of the central lease API (docs/behaviour.md §3.4-§3.5), pure: decoding a
 // body the way Go's json.Decoder with DisallowUnknownFields does (one value, case-insensitive field
 // names, first error wins, null leaves a field unset), the per-operation field rules, and key rules.
+import { isDnsLabel, isDnsSubdomain } from '../kube/names.ts';
 
 export const MAX_BODY_BYTES = 4096;
 export const MAX_HOLDER_BYTES = 253;
@@ -138,15 +139,13 @@ export function validateRequest(operation: Operation, body: Partial<LeaseRequest
   return { ok: true, value: request };
 }
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 export const MAX_KEY_LENGTH = 253;
 
 /** §3.5 step 6: the namespace is a DNS label, the name a DNS subdomain, and both fit one object name. */
 export function validateKey(namespace: string, name: string): string | undefined {
-  if (namespace.length > 63 || !DNS_LABEL.test(namespace))
+  if (!isDnsLabel(namespace))
     return `invalid namespace ${JSON.stringify(namespace)}: must be an RFC 1123 DNS label (at most 63 lower-case alphanumeric characters or '-', starting and ending with an alphanumeric character)`;
-  if (name.length > 253 || !DNS_SUBDOMAIN.test(name))
+  if (!isDnsSubdomain(name))
     return `invalid name ${JSON.stringify(name)}: must be an RFC 1123 DNS subdomain (at most 253 lower-case alphanumeric characters, '-' or '.', starting and ending with an alphanumeric character)`;
   const joined = namespace.length + 1 + name.length;
   if (joined > MAX_KEY_LENGTH)

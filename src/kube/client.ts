@@ -162,6 +162,8 @@ export interface RawRequest {
   body?: unknown;
   contentType?: string;
   signal?: AbortSignal;
+  /** This request's bound instead of the transport's (for callers that must answer sooner). */
+  timeoutMs?: number;
 }
 
 export interface RawResponse {
@@ -296,7 +298,8 @@ export class KubeTransport implements KubeRequester {
       ctx.setBody(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
     }
     const method = req.method ?? 'GET';
-    const bounded = this.#timeoutMs > 0 && Number.isFinite(this.#timeoutMs) && !isWatchRequest(req);
+    const timeoutMs = req.timeoutMs ?? this.#timeoutMs;
+    const bounded = timeoutMs > 0 && Number.isFinite(timeoutMs) && !isWatchRequest(req);
     if (!bounded) {
       if (req.signal) ctx.setSignal(req.signal);
       const res = await this.#http.send(ctx).toPromise();
@@ -309,8 +312,8 @@ export class KubeTransport implements KubeRequester {
     }
     const timeout = new AbortController();
     const timer = this.#clock.setTimeout(
-      () => timeout.abort(new RequestTimeoutError(method, req.path, this.#timeoutMs)),
-      this.#timeoutMs,
+      () => timeout.abort(new RequestTimeoutError(method, req.path, timeoutMs)),
+      timeoutMs,
     );
     ctx.setSignal(req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal);
     // Whatever fetch rejects with on abort, report the timeout as such (a caller's own abort stays as is).

@@ -14,7 +14,8 @@ import { childLogger, createLogger, type Logger } from '../observability/logger.
 import { getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from '../observability/metrics.ts';
 import { describeError, retryAfterSeconds } from './client.ts';
 import { type Clock, realClock, type Timer } from './clock.ts';
-import { type EventHandlers, objectKey, splitKey } from './informer.ts';
+import type { EventHandlers } from './informer.ts';
+import { objectKey, splitKey } from './keys.ts';
 import type { RateLimiter } from './ratelimit.ts';
 import { WorkQueue } from './workqueue.ts';
 
@@ -90,11 +91,14 @@ export interface Source<T> {
   waitForSync(signal?: AbortSignal): Promise<void>;
 }
 
+/** Filters events; `old` is set for updates. */
+export type Predicate<T> = (obj: T, old?: T) => boolean;
+
 export interface WatchOptions<T> {
   /** Defaults to the object's own key. */
   map?: MapFunc<T>;
-  /** Filters events; `old` is set for updates. Default: every event. */
-  predicate?: (obj: T, old?: T) => boolean;
+  /** Default: every event. */
+  predicate?: Predicate<T>;
 }
 
 export interface ControllerOptions {

@@ -27,6 +27,7 @@ import {
   typedRequestOptions,
 } from './client.ts';
 import { type Clock, realClock } from './clock.ts';
+import { formatMicroTime } from './microtime.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -65,17 +66,6 @@ export function eventSinkFor(kc: KubeConfig): EventSink {
 }
 
 // ---- pure helpers ----
-
-/** RFC 3339 with exactly six fractional digits, e.g. `2026-01-01T00:00:00.000000Z`. */
-export function formatMicroTime(ms: number): string {
-  return `${new Date(ms).toISOString().slice(0, -1)}000Z`;
-}
-
-const MICROTIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-export function isMicroTime(value: unknown): boolean {
-  return typeof value === 'string' && MICROTIME.test(value);
-}
 
 /** Cuts `text` to at most `maxBytes` of UTF-8 without splitting a character. */
 export function truncateUtf8(text: string, maxBytes: number): string {

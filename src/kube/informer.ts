@@ -9,10 +9,13 @@
 // unhandled rejection (read in its dist/cache.js, 1.x and 2.x).
 //
 // Cached objects are shared with every reader and handler: treat them as read-only.
+//
+// The parts it is built from: the cache (store.ts), relist diffs (relist.ts), restart backoff
+// (restart-backoff.ts), watch line splitting (lines.ts), object keys (keys.ts), metrics
+// (informer-metrics.ts).
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Counter, Gauge, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger.ts';
-import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
 import {
   describeError,
   isGone,
@@ -24,253 +27,12 @@ import {
   retryAfterSeconds,
 } from './client.ts';
 import { type Clock, realClock, type Timer } from './clock.ts';
-import { exponentialBackoff } from './ratelimit.ts';
-
-// ---- keys ----
-
-/** client-go's MetaNamespaceKeyFunc: `namespace/name`, or `name` for cluster-scoped objects. */
-export function objectKey(obj: KubernetesObject): string {
-  const name = obj.metadata?.name ?? '';
-  const ns = obj.metadata?.namespace;
-  return ns ? `${ns}/${name}` : name;
-}
-
-/** Inverse of objectKey. */
-export function splitKey(key: string): { namespace: string | undefined; name: string } {
-  const i = key.indexOf('/');
-  return i < 0 ? { namespace: undefined, name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
-}
-
-// ---- the indexed store (pure data structure) ----
-
-export type IndexFunc<T> = (obj: T) => readonly string[];
-
-/** Name of the built-in index used by `list(namespace)`. */
-export const NAMESPACE_INDEX = 'namespace';
-
-interface Index<T> {
-  fn: IndexFunc<T>;
-  /** index value -> object keys */
-  byValue: Map<string, Set<string>>;
-}
-
-/** A keyed object store with secondary indexes; every index is kept exact on every write. */
-export class IndexedStore<T extends KubernetesObject> {
-  readonly #items = new Map<string, T>();
-  readonly #indexes = new Map<string, Index<T>>();
-  /** object key -> index name -> values it is filed under (to unfile in O(values)). */
-  readonly #filed = new Map<string, Map<string, readonly string[]>>();
-  readonly #onIndexError: (index: string, err: unknown) => void;
-
-  constructor(onIndexError: (index: string, err: unknown) => void = () => {}) {
-    this.#onIndexError = onIndexError;
-    this.addIndexer(NAMESPACE_INDEX, (obj) => [obj.metadata?.namespace ?? '']);
-  }
-
-  get size(): number {
-    return this.#items.size;
-  }
-
-  get(key: string): T | undefined {
-    return this.#items.get(key);
-  }
-
-  has(key: string): boolean {
-    return this.#items.has(key);
-  }
-
-  keys(): string[] {
-    return [...this.#items.keys()];
-  }
-
-  values(): T[] {
-    return [...this.#items.values()];
-  }
-
-  entries(): IterableIterator<[string, T]> {
-    return this.#items.entries();
-  }
-
-  /** Adds an index, filing every object already stored. Names are unique. */
-  addIndexer(name: string, fn: IndexFunc<T>): void {
-    if (this.#indexes.has(name)) throw new Error(`indexer "${name}" already exists`);
-    const index: Index<T> = { fn, byValue: new Map() };
-    this.#indexes.set(name, index);
-    for (const [key, obj] of this.#items) this.#file(key, name, index, obj);
-  }
-
-  hasIndexer(name: string): boolean {
-    return this.#indexes.has(name);
-  }
-
-  /** Keys of the objects filed under `value` in index `name`. Throws for an unknown index. */
-  indexKeys(name: string, value: string): string[] {
-    const set = this.#index(name).byValue.get(value);
-    return set === undefined ? [] : [...set];
-  }
-
-  byIndex(name: string, value: string): T[] {
-    const set = this.#index(name).byValue.get(value);
-    if (set === undefined) return [];
-    const out: T[] = [];
-    for (const key of set) {
-      const obj = this.#items.get(key);
-      if (obj !== undefined) out.push(obj);
-    }
-    return out;
-  }
-
-  /** Values present in index `name`. */
-  indexValues(name: string): string[] {
-    return [...this.#index(name).byValue.keys()];
-  }
-
-  /** Stores `obj` under `key`, returning the previous object. */
-  set(key: string, obj: T): T | undefined {
-    const previous = this.#items.get(key);
-    if (previous !== undefined) this.#unfileAll(key);
-    this.#items.set(key, obj);
-    for (const [name, index] of this.#indexes) this.#file(key, name, index, obj);
-    return previous;
-  }
-
-  delete(key: string): T | undefined {
-    const previous = this.#items.get(key);
-    if (previous === undefined) return undefined;
-    this.#unfileAll(key);
-    this.#items.delete(key);
-    return previous;
-  }
-
-  /** Replaces the whole content. */
-  replace(entries: Iterable<[string, T]>): void {
-    this.#items.clear();
-    this.#filed.clear();
-    for (const index of this.#indexes.values()) index.byValue.clear();
-    for (const [key, obj] of entries) this.set(key, obj);
-  }
-
-  #index(name: string): Index<T> {
-    const index = this.#indexes.get(name);
-    if (index === undefined) throw new Error(`no indexer "${name}"`);
-    return index;
-  }
-
-  #file(key: string, name: string, index: Index<T>, obj: T): void {
-    let values: readonly string[];
-    try {
-      values = [...new Set(index.fn(obj))];
-    } catch (err) {
-      this.#onIndexError(name, err);
-      values = [];
-    }
-    if (values.length === 0) return;
-    for (const value of values) {
-      let set = index.byValue.get(value);
-      if (set === undefined) {
-        set = new Set();
-        index.byValue.set(value, set);
-      }
-      set.add(key);
-    }
-    let filed = this.#filed.get(key);
-    if (filed === undefined) {
-      filed = new Map();
-      this.#filed.set(key, filed);
-    }
-    filed.set(name, values);
-  }
-
-  #unfileAll(key: string): void {
-    const filed = this.#filed.get(key);
-    if (filed === undefined) return;
-    for (const [name, values] of filed) {
-      const index = this.#indexes.get(name);
-      if (index === undefined) continue;
-      for (const value of values) {
-        const set = index.byValue.get(value);
-        set?.delete(key);
-        if (set?.size === 0) index.byValue.delete(value);
-      }
-    }
-    this.#filed.delete(key);
-  }
-}
-
-// ---- pure decisions ----
-
-export interface RelistDiff<T> {
-  added: T[];
-  /** Objects whose resourceVersion changed: [cached, listed]. */
-  updated: Array<[T, T]>;
-  /** Cached objects absent from the new list (their last known state). */
-  deleted: T[];
-}
-
-/**
- * What a relist changes compared with the cache: adds for new keys, updates for keys whose
- * resourceVersion differs, deletes for keys that vanished (changes missed while the watch was down).
- */
-export function diffRelist<T extends KubernetesObject>(
-  cached: ReadonlyMap<string, T> | IndexedStore<T>,
-  listed: ReadonlyMap<string, T>,
-): RelistDiff<T> {
-  const diff: RelistDiff<T> = { added: [], updated: [], deleted: [] };
-  for (const [key, obj] of listed) {
-    const old = cached.get(key);
-    if (old === undefined) diff.added.push(obj);
-    else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) diff.updated.push([old, obj]);
-  }
-  for (const [key, old] of cached.entries()) if (!listed.has(key)) diff.deleted.push(old);
-  return diff;
-}
-
-export interface BackoffPolicy {
-  /** First delay (default 1000 ms). */
-  initialMs: number;
-  /** Cap (default 30 000 ms). */
-  maxMs: number;
-  /** Spread as a fraction of the delay, 0..1 (default 0.2: ±10 %). */
-  jitter: number;
-}
-
-export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1000, maxMs: 30_000, jitter: 0.2 };
-
-/**
- * Delay before retry number `failures` (1 = first failure): `initial * 2^(failures-1)` capped at
- * `max`, spread by ±jitter/2 so many informers failing together do not retry in lock-step, and never
- * shorter than a server's Retry-After.
- */
-export function restartDelay(
-  failures: number,
-  policy: BackoffPolicy,
-  random: number,
-  retryAfterMs?: number,
-): number {
-  const base = exponentialBackoff(policy.initialMs, policy.maxMs, Math.max(0, failures - 1));
-  const jittered = base * (1 - policy.jitter / 2 + policy.jitter * random);
-  return Math.round(Math.max(jittered, retryAfterMs ?? 0));
-}
-
-/** Splits a byte stream decoded as text into complete lines. */
-export class LineSplitter {
-  #buffer = '';
-
-  /** Feeds a chunk; returns the complete non-empty lines it finished. */
-  push(chunk: string): string[] {
-    this.#buffer += chunk;
-    const parts = this.#buffer.split('\n');
-    this.#buffer = parts.pop() ?? '';
-    return parts.map((p) => p.trim()).filter((p) => p !== '');
-  }
-
-  /** What is left after the stream ended (a final line without newline). */
-  end(): string[] {
-    const rest = this.#buffer.trim();
-    this.#buffer = '';
-    return rest === '' ? [] : [rest];
-  }
-}
+import { type InformerMetrics, informerMetrics } from './informer-metrics.ts';
+import { objectKey } from './keys.ts';
+import { LineSplitter } from './lines.ts';
+import { diffRelist } from './relist.ts';
+import { type BackoffPolicy, DEFAULT_BACKOFF, restartDelay } from './restart-backoff.ts';
+import { IndexedStore, type IndexFunc, NAMESPACE_INDEX } from './store.ts';
 
 /** The default transform: drop `metadata.managedFields` (large and never read by controllers). */
 export function stripManagedFields<T extends KubernetesObject>(obj: T): T {
@@ -310,8 +72,6 @@ export interface InformerOptions<T extends KubernetesObject> {
   backoff?: Partial<BackoffPolicy>;
   /** A watch that ends cleanly sooner than this without any event counts as a failure. Default 1 s. */
   minWatchDurationMs?: number;
-  /** `readinessCheck()` fails once the informer has been failing this long. Default 2 min. */
-  readinessThresholdMs?: number;
   /** Applied to every object before caching; default strips managedFields; null keeps objects whole. */
   transform?: ((obj: T) => T) | null;
   clock?: Clock;
@@ -374,8 +134,6 @@ export class Informer<T extends KubernetesObject> {
   #stop: AbortController | undefined;
   #loop: Promise<void> | undefined;
   #failures = 0;
-  #failingSince: number | undefined;
-  #lastError: string | undefined;
   #lastEventAt: number;
 
   constructor(options: InformerOptions<T>) {
@@ -464,25 +222,6 @@ export class Informer<T extends KubernetesObject> {
   /** Seconds since anything (list, event, bookmark) was last received. */
   secondsSinceLastEvent(): number {
     return Math.max(0, (this.#clock.now() - this.#lastEventAt) / 1000);
-  }
-
-  /**
-   * A readiness check (for ProbeServer.addReadyzCheck): fails while the informer has not synced, and
-   * once it has been failing continuously for longer than `thresholdMs`.
-   */
-  readinessCheck(thresholdMs = this.#o.readinessThresholdMs ?? 120_000): () => void {
-    return () => {
-      if (!this.#synced) throw new Error(`informer ${this.name} has not synced${this.#lastErrorSuffix()}`);
-      const since = this.#failingSince;
-      if (since !== undefined && this.#clock.now() - since > thresholdMs) {
-        const seconds = Math.round((this.#clock.now() - since) / 1000);
-        throw new Error(`informer ${this.name} failing for ${seconds}s${this.#lastErrorSuffix()}`);
-      }
-    };
-  }
-
-  #lastErrorSuffix(): string {
-    return this.#lastError === undefined ? '' : `: ${this.#lastError}`;
   }
 
   // ---- cache reads ----
@@ -590,7 +329,7 @@ export class Informer<T extends KubernetesObject> {
           relist = true;
           this.#lastResourceVersion = '';
         }
-        this.#failed(err);
+        this.#failures++;
         this.#countRestart(gone ? 'gone' : err instanceof InactivityTimeout ? 'inactivity' : 'error');
         // A 410 after a working watch relists at once; anything else (and repeated 410s) backs off.
         const retryAfter = retryAfterSeconds(err);
@@ -616,22 +355,10 @@ export class Informer<T extends KubernetesObject> {
   /**
    * Data arrived on a watch (or a watch ran its course): the backoff starts over. A completed list
    * alone does not reset it, so a server that answers every watch with 410 cannot make us relist in a
-   * hot loop; it only clears the failing state used by readiness (the cache is fresh again).
+   * hot loop.
    */
   #succeeded(): void {
     this.#failures = 0;
-    this.#recovered();
-  }
-
-  #recovered(): void {
-    this.#failingSince = undefined;
-    this.#lastError = undefined;
-  }
-
-  #failed(err: unknown): void {
-    this.#failures++;
-    this.#failingSince ??= this.#clock.now();
-    this.#lastError = describeError(err);
   }
 
   #countRestart(reason: RestartReason): void {
@@ -716,7 +443,6 @@ export class Informer<T extends KubernetesObject> {
     this.#store.replace(listed);
     this.#lastResourceVersion = rv;
     this.#noteActivity();
-    this.#recovered();
     const first = !this.#synced;
     this.#synced = true;
     if (first) for (const waiter of this.#syncWaiters.splice(0)) waiter.resolve();
@@ -838,50 +564,4 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
     (typeof value === 'object' || typeof value === 'function') &&
     typeof (value as { then?: unknown }).then === 'function'
   );
-}
-
-// ---- metrics ----
-
-interface LiveInformer {
-  readonly name: string;
-  secondsSinceLastEvent(): number;
-}
-
-interface InformerMetrics {
-  lastEvent: Gauge<'informer'>;
-  restarts: Counter<'informer' | 'reason'>;
-  handlerErrors: Counter<'informer'>;
-  /** Running informers, read at scrape time. */
-  live: Set<LiveInformer>;
-}
-
-const metricSets = new WeakMap<Registry, InformerMetrics>();
-
-function informerMetrics(registry: Registry): InformerMetrics {
-  const cached = metricSets.get(registry);
-  if (cached !== undefined) return cached;
-  const live = new Set<LiveInformer>();
-  const set: InformerMetrics = {
-    lastEvent: getOrCreateGauge(registry, {
-      name: 'berth_informer_last_event_seconds',
-      help: 'Seconds since the informer last received anything from the API server (list, event or bookmark).',
-      labelNames: ['informer'],
-      collect() {
-        for (const informer of live) this.set({ informer: informer.name }, informer.secondsSinceLastEvent());
-      },
-    }),
-    restarts: getOrCreateCounter(registry, {
-      name: 'berth_informer_watch_restarts_total',
-      help: 'Watch restarts by reason: gone (410, relist), error, inactivity (silent stream replaced), closed.',
-      labelNames: ['informer', 'reason'],
-    }),
-    handlerErrors: getOrCreateCounter(registry, {
-      name: 'berth_informer_handler_errors_total',
-      help: 'Event handler invocations that threw or rejected (the informer carried on).',
-      labelNames: ['informer'],
-    }),
-    live,
-  };
-  metricSets.set(registry, set);
-  return set;
 }

@@ -4,7 +4,8 @@
 import { z } from 'zod';
 import type { FlagSpec, FlagValues } from '../cli.ts';
 import { UsageError } from '../cli.ts';
-import { isLabelValue, isQualifiedName, type LabelSelector, parseLabelSelector } from './selector.ts';
+import { type LabelSelector, parseLabelSelector } from '../kube/labels.ts';
+import { isDnsLabel, isLabelValue, isQualifiedName, optionalNamespaceSchema } from '../kube/names.ts';
 
 export const DEFAULT_TAINT_KEY = 'aether.io/agent-not-ready';
 export const DEFAULT_TAINT_VALUE = 'true';
@@ -90,11 +91,6 @@ export const nodeTaintFlags: FlagSpec[] = [
 export const NO_EXECUTE_REFUSED =
   'NoExecute is refused: a NoExecute taint evicts every pod that does not tolerate it, so each agent roll or restart would evict the workloads on the node (aether rejected it in proposal 033); use NoSchedule';
 
-const dnsLabel = z
-  .string()
-  .max(63)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS label (lower-case letters, digits and "-")');
-
 const schema = z.object({
   'node-taint-guard': z.boolean(),
   'taint-key': z.string().refine(isQualifiedName, {
@@ -108,7 +104,7 @@ const schema = z.object({
     else if (value !== 'NoSchedule' && value !== 'PreferNoSchedule')
       ctx.addIssue({ code: 'custom', message: `must be NoSchedule or PreferNoSchedule, not "${value}"` });
   }),
-  'agent-namespace': z.union([z.literal(''), dnsLabel]),
+  'agent-namespace': optionalNamespaceSchema,
   'agent-selector': z.string().transform((text, ctx): LabelSelector => {
     if (text.trim() === '') {
       ctx.addIssue({ code: 'custom', message: 'must not be empty (every pod in the namespace would count)' });
@@ -141,7 +137,7 @@ export function parseNodeTaintConfig(values: FlagValues, defaults: NodeTaintDefa
   }
   const f = result.data;
   const agentNamespace = f['agent-namespace'] || defaults.operatorNamespace;
-  if (f['node-taint-guard'] && !dnsLabel.safeParse(agentNamespace).success)
+  if (f['node-taint-guard'] && !isDnsLabel(agentNamespace))
     throw new UsageError(
       `--agent-namespace: "${agentNamespace}" is not a namespace name (it defaults to the operator namespace)`,
     );

@@ -12,11 +12,14 @@
 // their sync, then runs the worker) and `stop()` (drains in-flight reconciles, stops the informers).
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
+import { type BuiltController, ControllerBuilder } from '../kube/builder.ts';
 import type { KubeRequester } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
-import { Controller } from '../kube/controller.ts';
-import { type BackoffPolicy, Informer } from '../kube/informer.ts';
+import type { Controller } from '../kube/controller.ts';
+import { Informer } from '../kube/informer.ts';
+import { matchesLabels } from '../kube/labels.ts';
 import type { Runnable } from '../kube/manager.ts';
+import type { BackoffPolicy } from '../kube/restart-backoff.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { NodeTaintConfig } from './config.ts';
 import { hasTaint } from './decide.ts';
@@ -27,7 +30,6 @@ import {
   NodeTaintReconciler,
   type WarningRecorder,
 } from './reconciler.ts';
-import { matchesLabels } from './selector.ts';
 import { type ArmTaintOptions, nodeApi } from './taint.ts';
 
 /** Index of the agent Pod informer: Pods by `spec.nodeName` (unbound Pods are not filed). */
@@ -104,7 +106,7 @@ export function slimPod(pod: V1Pod): V1Pod {
 
 export interface NodeTaintGuardOptions {
   config: NodeTaintConfig;
-  /** e.g. `new KubeTransport(kc)`: used by the informers and the taint writer. */
+  /** The process's API transport: used by the informers and the taint writer. */
   transport: KubeRequester;
   /** Records the TaintRearmed Warning Event (an EventRecorder). None: no Events. */
   recorder?: WarningRecorder;
@@ -125,8 +127,8 @@ export class NodeTaintGuard {
   readonly agentPods: Informer<V1Pod>;
   readonly reconciler: NodeTaintReconciler;
   readonly controller: Controller;
-  readonly #stopInformers = new AbortController();
-  #started = false;
+  /** The caches and the controller as runnables; the reconciler forgets its nodes once it stops. */
+  readonly #built: BuiltController;
 
   constructor(options: NodeTaintGuardOptions) {
     const { config } = options;
@@ -169,99 +171,50 @@ export class NodeTaintGuard {
       ...(options.recorder ? { recorder: options.recorder } : {}),
       ...(options.arm ? { arm: options.arm } : {}),
     });
-    this.controller = new Controller({
-      name: CONTROLLER_NAME,
-      reconcile: this.reconciler.reconcile,
-      reconcileTimeoutMs: RECONCILE_TIMEOUT_MS,
-      ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.registry ? { registry: options.registry } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
-    })
-      .watches(this.nodes, {
-        predicate: (node, old) => nodeChangeMatters(config.taint.key, node, old),
-      })
+    this.#built = new ControllerBuilder(CONTROLLER_NAME)
+      .for(this.nodes, { predicate: (node, old) => nodeChangeMatters(config.taint.key, node, old) })
       .watches(this.agentPods, {
         map: (pod) => podToNode(pod, scope),
         predicate: (pod, old) => podChangeMatters(scope, pod, old),
-      });
+      })
+      .withOptions({
+        reconcileTimeoutMs: RECONCILE_TIMEOUT_MS,
+        ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.registry ? { registry: options.registry } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
+      })
+      .complete(this.reconciler);
+    this.controller = this.#built.controller;
   }
 
   /** Starts listing and watching (idempotent); replicas may call it before leading, for warm caches. */
   startInformers(): void {
-    this.nodes.start(this.#stopInformers.signal);
-    this.agentPods.start(this.#stopInformers.signal);
+    this.#built.startCaches();
   }
 
   /** Resolves once both caches hold their first list. */
-  async waitForCaches(signal?: AbortSignal): Promise<void> {
-    await Promise.all([this.nodes.waitForSync(signal), this.agentPods.waitForSync(signal)]);
+  waitForCaches(signal?: AbortSignal): Promise<void> {
+    return this.#built.waitForCaches(signal);
   }
 
   /**
    * Leader only. Starts the informers if needed, waits for them to sync, then runs the reconcile
    * worker; resolves once running. Aborting `signal` stops the guard. Call once.
    */
-  async start(signal?: AbortSignal): Promise<void> {
-    this.startInformers();
-    signal?.addEventListener('abort', () => void this.stop(), { once: true });
-    await this.#startController(signal);
+  start(signal?: AbortSignal): Promise<void> {
+    return this.#built.start(signal);
   }
 
   /** Finishes in-flight reconciles (unless `grace` aborts first), then stops the informers. */
-  async stop(grace?: AbortSignal): Promise<void> {
-    await this.#stopController(grace);
-    await this.#stopCaches();
+  stop(grace?: AbortSignal): Promise<void> {
+    return this.#built.stop(grace);
   }
 
   /**
-   * The guard as two Manager runnables: its caches on every replica (group "caches", so a new leader
-   * starts with warm caches), and the controller on the elected leader only.
+   * The guard as two Manager runnables: its caches on every replica (`node-taint-guard-caches`, so a
+   * new leader starts with warm caches), and the controller on the elected leader only.
    */
   runnables(): [Runnable, Runnable] {
-    return [
-      {
-        name: `${CONTROLLER_NAME}-caches`,
-        needLeaderElection: false,
-        group: 'caches',
-        start: async (signal) => {
-          this.startInformers();
-          await this.waitForCaches(signal);
-        },
-        stop: () => this.#stopCaches(),
-      },
-      {
-        name: CONTROLLER_NAME,
-        needLeaderElection: true,
-        start: async (signal) => {
-          this.startInformers();
-          await this.#startController(signal);
-        },
-        stop: (grace) => this.#stopController(grace),
-      },
-    ];
-  }
-
-  async #startController(signal?: AbortSignal): Promise<void> {
-    if (this.#started) throw new Error(`${CONTROLLER_NAME} already started`);
-    this.#started = true;
-    await this.controller.start(signal);
-  }
-
-  async #stopController(grace?: AbortSignal): Promise<void> {
-    await this.controller.stop(grace);
-    this.reconciler.reset();
-  }
-
-  async #stopCaches(): Promise<void> {
-    this.#stopInformers.abort();
-    await Promise.all([this.nodes.stop(), this.agentPods.stop()]);
-  }
-
-  /** Readiness checks of the two caches (for ProbeServer.addReadyzCheck), if the run wires them. */
-  readinessChecks(): Array<{ name: string; check: () => void }> {
-    return [
-      { name: this.nodes.name, check: this.nodes.readinessCheck() },
-      { name: this.agentPods.name, check: this.agentPods.readinessCheck() },
-    ];
+    return this.#built.runnables();
   }
 }

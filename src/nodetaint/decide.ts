@@ -145,20 +145,3 @@ export function decideTaint(
   if (due > now) return { action: 'wait', requeueAfterMs: due - now, window: full, memory: waiting };
   return { action: 'arm', window: full, memory: waiting };
 }
-
-/** Go-style duration text (`30s`, `1m30s`, `300ms`) for logs and notes. */
-export function formatDuration(ms: number): string {
-  if (ms <= 0) return '0s';
-  if (ms < 1000) return `${ms}ms`;
-  let rest = ms;
-  let out = '';
-  const hours = Math.floor(rest / 3_600_000);
-  rest -= hours * 3_600_000;
-  const minutes = Math.floor(rest / 60_000);
-  rest -= minutes * 60_000;
-  if (hours > 0) out += `${hours}h`;
-  if (hours > 0 || minutes > 0) out += `${minutes}m`;
-  const seconds = rest / 1000;
-  out += `${Number.isInteger(seconds) ? seconds : Number(seconds.toFixed(3))}s`;
-  return out;
-}

@@ -3,12 +3,13 @@
 // here; the controller serialises reconciles per node, so no two reconciles touch one entry at once.
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Counter, Gauge, Registry } from 'prom-client';
+import { formatDuration } from '../cli.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
 import type { Referenceable } from '../kube/events.ts';
 import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
 import { DEFAULT_FIELD_MANAGER, type GuardTaint } from './config.ts';
-import { decideTaint, formatDuration, type GraceMemory, type GraceWindow, TAINTED } from './decide.ts';
+import { decideTaint, type GraceMemory, type GraceWindow, TAINTED } from './decide.ts';
 import { type ArmTaintOptions, armTaint, type NodeApi } from './taint.ts';
 
 export const CONTROLLER_NAME = 'node-taint-guard';

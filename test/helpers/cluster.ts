@@ -30,7 +30,7 @@ import {
 } from '../../hack/controlplane/service-route.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
 import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
-import { isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
+import { isAlreadyExists, isNotFound, KubeTransport } from '../../src/kube/client.ts';
 import { eventually } from './eventually.ts';
 
 export type { LocalEndpoint, ServiceRoute };
@@ -104,6 +104,7 @@ export class TestCluster {
   readonly #dir: string;
   readonly kubeconfigPath: string;
   readonly #cleanups: Array<{ what: string; run: () => Promise<unknown> }> = [];
+  readonly #transports: KubeTransport[] = [];
   readonly #routes = new Set<ServiceRoute>();
 
   private constructor(handle: ClusterHandle, dir: string, controlPlane?: ControlPlane) {
@@ -145,6 +146,13 @@ export class TestCluster {
 
   kubeConfigFor(yaml: string): KubeConfig {
     return kubeConfigFrom(yaml);
+  }
+
+  /** An API transport as `kc`'s user, the one a product component shares in its process; closed at stop(). */
+  transport(kc: KubeConfig): KubeTransport {
+    const transport = new KubeTransport(kc);
+    this.#transports.push(transport);
+    return transport;
   }
 
   /** Registers `run` for stop(), before everything registered earlier. */
@@ -358,6 +366,7 @@ export class TestCluster {
           failed.push(`${what}: ${err instanceof Error ? err.message : String(err)}`);
         }
       }
+    await Promise.all(this.#transports.splice(0).map((transport) => transport.close()));
     await this.#controlPlane?.stop();
     await rm(this.#dir, { recursive: true, force: true });
     if (failed.length > 0) throw new Error(`cleanup failed: ${failed.join('; ')}`);

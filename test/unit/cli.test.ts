@@ -1,6 +1,13 @@
 // The shared flag parser: repeatable flags (every occurrence kept, in order) next to ordinary ones.
 import { describe, expect, it } from 'vitest';
-import { type CommandSpec, helpText, parseDuration, parseFlags, UsageError } from '../../src/cli.ts';
+import {
+  type CommandSpec,
+  formatDuration,
+  helpText,
+  parseDuration,
+  parseFlags,
+  UsageError,
+} from '../../src/cli.ts';
 
 const spec: CommandSpec = {
   name: 'demo',
@@ -59,7 +66,31 @@ describe('parseDuration', () => {
     expect(parseDuration('0')).toBe(0);
     expect(parseDuration('1m30s')).toBe(90_000);
     expect(parseDuration('250ms')).toBe(250);
+    expect(parseDuration('1h2m3s4ms')).toBe(3_723_004);
+    expect(parseDuration('1.5h')).toBe(5_400_000);
+    expect(parseDuration('1500us')).toBe(1.5);
+    expect(parseDuration('2000000ns')).toBe(2);
+    expect(parseDuration('500µs')).toBe(0.5);
     expect(() => parseDuration('5')).toThrow(UsageError);
     expect(() => parseDuration('-1s')).toThrow(UsageError);
+  });
+});
+
+describe('formatDuration', () => {
+  it("writes milliseconds as Go's time.Duration.String does, and parseDuration reads them back", () => {
+    const cases: [number, string][] = [
+      [0, '0s'],
+      [300, '300ms'],
+      [1500, '1.5s'],
+      [30_000, '30s'],
+      [90_000, '1m30s'],
+      [3_600_000, '1h0m0s'],
+      [-2_000, '-2s'],
+    ];
+    for (const [ms, text] of cases) {
+      expect(formatDuration(ms)).toBe(text);
+      if (ms >= 0) expect(parseDuration(text)).toBe(ms);
+    }
+    expect(formatDuration(10_000 / 3)).toBe('3.333333333s');
   });
 });

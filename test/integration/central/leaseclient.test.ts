@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Authority, createAuthority, type KeyPair } from '../../../hack/controlplane/pki.ts';
+import { berthFlags, leaseClientFor, parseBerthConfig } from '../../../src/berth/config.ts';
 import {
-  createHttpLeaseClient,
   HttpLeaseClient,
   type HttpLeaseClientOptions,
   isLeaseConflict,
@@ -25,10 +25,15 @@ import {
   startCentralServer,
 } from '../../../src/central/server.ts';
 import type { Store } from '../../../src/central/store.ts';
+import { parseFlags } from '../../../src/cli.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { logSink } from './http-client.ts';
+
+/** The client as `run` builds it from its flags. */
+const fromFlags = (argv: string[]): HttpLeaseClient =>
+  leaseClientFor(parseBerthConfig(parseFlags({ name: 'run', summary: '', flags: berthFlags }, argv, {})));
 
 let ca: Authority;
 let serving: KeyPair;
@@ -147,7 +152,7 @@ async function plainServer(
 describe('HttpLeaseClient against the embedded server', () => {
   it('acquires, renews and releases over TLS with an extra CA bundle file', async () => {
     const server = await central();
-    const c = await createHttpLeaseClient({ berthApiServer: server.url, berthCaBundleFile: caFile });
+    const c = fromFlags(['--berth-api-server', server.url, '--berth-ca-bundle-file', caFile]);
     clients.push(c);
     const before = Date.now();
     const acquired = await c.acquire('pipeline', 'ingest', 'cluster-east', 30);
@@ -286,14 +291,14 @@ describe('TLS options', () => {
   });
 
   it('rejects an unreadable or certificate-less CA bundle file', async () => {
-    await expect(
-      createHttpLeaseClient({ berthApiServer: 'https://x', berthCaBundleFile: join(dir, 'none') }),
-    ).rejects.toThrow(/read --berth-ca-bundle-file .*: ENOENT/);
+    expect(() =>
+      fromFlags(['--berth-api-server', 'https://x', '--berth-ca-bundle-file', join(dir, 'none')]),
+    ).toThrow(/--berth-ca-bundle-file: cannot read .*: ENOENT/);
     const junk = join(dir, 'junk.pem');
     await writeFile(junk, 'not a certificate');
-    await expect(
-      createHttpLeaseClient({ berthApiServer: 'https://x', berthCaBundleFile: junk }),
-    ).rejects.toThrow('contains no PEM certificate');
+    expect(() => fromFlags(['--berth-api-server', 'https://x', '--berth-ca-bundle-file', junk])).toThrow(
+      'contains no PEM certificate',
+    );
   });
 });
 

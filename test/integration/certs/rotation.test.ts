@@ -193,7 +193,7 @@ describe('certificate rotation under traffic', () => {
     await t.grant(leaderUser.username, REGISTRATION_RULES);
     await t.grant(leaderUser.username, [webhookEndpointsRule()], ns);
     registration = new WebhookRegistration({
-      kc: leaderUser.kc,
+      transport: t.transport(leaderUser.kc),
       mutating: { metadata: { name: CONFIG }, webhooks: [] },
       validating: validating(),
       service: { namespace: ns, name: SERVICE },

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeTransport } from '../../../src/kube/client.ts';
 import { kubeLeaseClient } from '../../../src/kube/leader.ts';
 
 let server: Server;
@@ -57,7 +58,8 @@ afterAll(async () => {
 
 describe('kubeLeaseClient', () => {
   it('reuses its connections instead of opening one per request', async () => {
-    const client = kubeLeaseClient(kc);
+    const transport = new KubeTransport(kc);
+    const client = kubeLeaseClient(kc, transport);
     const signal = new AbortController().signal;
     const round = async (): Promise<void> => {
       const lease = await client.get('ns', 'lock', signal);
@@ -70,5 +72,6 @@ describe('kubeLeaseClient', () => {
     for (let i = 0; i < 10; i++) await round();
     expect(requests).toBe(22);
     expect(connections).toBe(warm);
+    await transport.close();
   });
 });

@@ -27,7 +27,6 @@ import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclien
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
-import type { ManagedStandby } from '../../../src/berth/reconciler.ts';
 import { KubeTransport } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
@@ -38,7 +37,7 @@ import {
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
-import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
+import { kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
 import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
@@ -119,7 +118,7 @@ export class ManagedCluster {
   readonly events: EventsV1Api;
   readonly #operator: ServiceAccountUser;
   #server: AdmissionServer | undefined;
-  #admission: KubeWorkloadAdmission | undefined;
+  #admissionTransport: KubeTransport | undefined;
   #route: ServiceRoute | undefined;
   #caBundle: string | undefined;
   readonly admissionRegistry: Registry = createRegistry({ defaultMetrics: false });
@@ -175,15 +174,16 @@ export class ManagedCluster {
   async startWebhooks(): Promise<void> {
     const ca = await createAuthority('berth-webhook-ca');
     const pair = await ca.serving([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
-    this.#admission = kubeWorkloadAdmission({
-      kc: this.operatorKubeConfig(),
+    this.#admissionTransport = new KubeTransport(this.operatorKubeConfig());
+    const handlers = kubeWorkloadAdmission({
+      transport: this.#admissionTransport,
       operatorUser: OPERATOR_USER,
       registry: this.admissionRegistry,
     });
     this.#server = new AdmissionServer({
       port: 0,
       certificates: new SwappableCertificates({ ...pair, ca: ca.cert }),
-      handlers: this.#admission.handlers,
+      handlers,
       registry: this.admissionRegistry,
     });
     await this.#server.start();
@@ -293,8 +293,8 @@ export class ManagedCluster {
   async stopWebhooks(): Promise<void> {
     await this.#server?.close();
     this.#server = undefined;
-    await this.#admission?.close();
-    this.#admission = undefined;
+    await this.#admissionTransport?.close();
+    this.#admissionTransport = undefined;
   }
 
   async stop(): Promise<void> {
@@ -310,7 +310,6 @@ export interface ManagedOperatorOptions {
   /** Wraps the HTTP lease client (fault injection). */
   leaseClient?: (inner: RecordingLeaseClient) => LeaseClient;
   clock?: Clock;
-  managedStandby?: ManagedStandby;
   handOverOnStop?: boolean;
 }
 
@@ -361,7 +360,6 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
     registry,
     logger,
     ...(o.clock ? { clock: o.clock } : {}),
-    ...(o.managedStandby ? { managedStandby: o.managedStandby } : {}),
     ...(o.handOverOnStop ? { handOverOnStop: true } : {}),
   });
   managed.attach(controller);

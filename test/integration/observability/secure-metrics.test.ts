@@ -94,7 +94,9 @@ beforeAll(async () => {
   stranger = await t.serviceAccount(ns, 'stranger');
   proxy = await ApiProxy.start(t);
   operatorKubeConfig = t.kubeConfigFor(proxy.kubeconfigFor(operator.kubeconfig));
-  server = await listen(secureMetrics({ certDir: '', kubeConfig: operatorKubeConfig, logger, clock }));
+  server = await listen(
+    secureMetrics({ certDir: '', transport: t.transport(operatorKubeConfig), logger, clock }),
+  );
 });
 
 afterAll(async () => {
@@ -217,7 +219,9 @@ describe('secure metrics with --metrics-cert-dir', () => {
     };
     const first = await issue();
     await write(first);
-    const files = await listen(secureMetrics({ certDir: dir, kubeConfig: operatorKubeConfig, logger }));
+    const files = await listen(
+      secureMetrics({ certDir: dir, transport: t.transport(operatorKubeConfig), logger }),
+    );
     try {
       // The listener answers (401: no token) with the directory's certificate.
       const res = await scrape(files.at);

@@ -11,7 +11,7 @@ import {
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
-import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
+import { kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
 import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
@@ -95,14 +95,12 @@ export interface AdmissionWorld {
 export async function startAdmissionWorld(clock: ManualClock): Promise<AdmissionWorld> {
   const t = await TestCluster.own();
   let proxy: ApiProxy | undefined;
-  let admission: KubeWorkloadAdmission | undefined;
   let server: AdmissionServer | undefined;
   const stop = async (): Promise<void> => {
     const closing = server?.close();
     // The server's close timers run on `clock`: cut the remaining (idle keep-alive) connections now.
     clock.advance(0);
     await closing;
-    await admission?.close();
     await proxy?.stop();
     await t.stop();
   };
@@ -124,8 +122,8 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     );
     const pki = await testPki([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
     const registry = new Registry();
-    admission = kubeWorkloadAdmission({
-      kc: t.kubeConfigFor(proxy.kubeconfigFor(sa.kubeconfig)),
+    const handlers = kubeWorkloadAdmission({
+      transport: t.transport(t.kubeConfigFor(proxy.kubeconfigFor(sa.kubeconfig))),
       operatorUser: OPERATOR_USER,
       registry,
     });
@@ -133,7 +131,7 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     server = new AdmissionServer({
       port: 0,
       certificates: new SwappableCertificates(pki.pair),
-      handlers: admission.handlers,
+      handlers,
       registry,
       clock,
       closeTimeoutMs: 0,

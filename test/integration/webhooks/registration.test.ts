@@ -141,7 +141,7 @@ let operatorKc: ReturnType<TestCluster['kubeConfigFor']>;
 async function startRegistration(kc = operatorKc): Promise<void> {
   operatorKc = kc;
   registration = new WebhookRegistration({
-    kc,
+    transport: t.transport(kc),
     mutating: mutatingConfig(),
     validating: validatingConfig(),
     service: { namespace: ns, name: SERVICE },

@@ -25,7 +25,7 @@ import {
   verifyWebhookConfigurations,
 } from '../../../webhooks/configurations.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
-import { type KubeWorkloadAdmission, kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
+import { kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
 import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { jsonPatch } from '../../helpers/api.ts';
@@ -46,7 +46,6 @@ const VALIDATE = 'admission webhook "validate-workloads.berth.skaphos.io" denied
 
 let t: TestCluster;
 let server: AdmissionServer;
-let admission: KubeWorkloadAdmission;
 let transport: KubeTransport;
 let registry: Registry;
 let core: CoreV1Api;
@@ -165,11 +164,14 @@ beforeAll(async () => {
   const caBundle = Buffer.from(ca.cert).toString('base64');
   transport = new KubeTransport(t.kc);
   registry = new Registry();
-  admission = kubeWorkloadAdmission({ kc: operator.kc, operatorUser: OPERATOR_USER, registry });
   server = new AdmissionServer({
     port: 0,
     certificates: new SwappableCertificates({ ...pair, ca: ca.cert }),
-    handlers: admission.handlers,
+    handlers: kubeWorkloadAdmission({
+      transport: t.transport(operator.kc),
+      operatorUser: OPERATOR_USER,
+      registry,
+    }),
     registry,
   });
   await server.start();
@@ -186,7 +188,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
-  await admission?.close();
   await transport?.close();
   await t?.stop();
 });

@@ -1,8 +1,7 @@
 // The drain of stopAndRelease (docs/behaviour.md §2.4) and the managed controllers' decisions (§2.7), pure and against
-// an in-memory API; the owner chain resolution; the per-lease lock.
+// an in-memory API; the per-lease lock.
 import { describe, expect, it } from 'vitest';
-import { resolveRoot } from '../../../src/berth/ancestry.ts';
-import { AdmissionMessage, MANAGED_LEASE, MANAGED_UID } from '../../../src/berth/api.ts';
+import { MANAGED_UID } from '../../../src/berth/api.ts';
 import { drainJobs, drainPods, isLeasePod, planPodDrain } from '../../../src/berth/drain.ts';
 import { KeyedLock } from '../../../src/berth/keyed-lock.ts';
 import { decideJob } from '../../../src/berth/managed-jobs.ts';
@@ -10,7 +9,7 @@ import { decidePod } from '../../../src/berth/managed-pods.ts';
 import { closingTransition } from '../../../src/berth/managed-workloads.ts';
 import type { KubeObj } from '../../../src/berth/workload-io.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
-import { deployment, LEASE_UID, managedLease, pod, replicaSet, T0, TARGET_UID } from './managed-fixtures.ts';
+import { LEASE_UID, managedLease, pod, T0 } from './managed-fixtures.ts';
 import { conflictError, FakeWorkloadApi } from './workload-fakes.ts';
 
 const session = (lease = managedLease({ phase: 'Stopping' })) => ({
@@ -135,54 +134,6 @@ describe('decidePod and decideJob (managed-pods, managed-jobs)', () => {
     const replaced = managedLease();
     replaced.metadata.uid = 'other';
     expect(closingTransition(a, replaced)).toBe(true);
-  });
-});
-
-describe('resolveRoot', () => {
-  const api = new FakeWorkloadApi();
-  api.put('Deployment', deployment(3));
-  api.put('ReplicaSet', replicaSet());
-  const get = (kind: Parameters<FakeWorkloadApi['get']>[0], name: string) => api.get(kind, 'team-a', name);
-
-  it('follows controller owners to the target', async () => {
-    expect(await resolveRoot(pod('a'), 'Pod', get)).toEqual({
-      kind: 'Deployment',
-      apiVersion: 'apps/v1',
-      name: 'web',
-      uid: TARGET_UID,
-    });
-  });
-
-  it('fails on a missing or replaced parent and on a chain too deep, with the webhook’s messages', async () => {
-    await expect(resolveRoot(pod('a', { rs: 'other' }), 'Pod', get)).rejects.toThrow(
-      AdmissionMessage.ownerUIDChanged,
-    );
-    const orphan = pod('b');
-    orphan.metadata.ownerReferences = [
-      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'ghost', uid: 'g', controller: true },
-    ];
-    await expect(resolveRoot(orphan, 'Pod', get)).rejects.toThrow(
-      'resolve controller owner: replicasets.apps "ghost" not found',
-    );
-    const loop = new FakeWorkloadApi();
-    const rs = replicaSet({
-      uid: 'loop',
-      ownerReferences: [
-        { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-abc', uid: 'loop', controller: true },
-      ],
-    });
-    loop.put('ReplicaSet', rs);
-    const looped = pod('c', { rs: 'loop' });
-    await expect(resolveRoot(looped, 'Pod', (k, n) => loop.get(k, 'team-a', n))).rejects.toThrow(
-      AdmissionMessage.ownerChainTooDeep,
-    );
-  });
-
-  it('a Pod without a controller owner is its own root', async () => {
-    const bare = pod('d');
-    bare.metadata.ownerReferences = [];
-    bare.metadata.annotations = { [MANAGED_LEASE]: 'web' };
-    expect((await resolveRoot(bare, 'Pod', get)).kind).toBe('Pod');
   });
 });
 

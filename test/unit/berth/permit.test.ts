@@ -172,6 +172,17 @@ describe('permitPods', () => {
     expect(api.stored('Pod', 'a')?.spec?.schedulingGates).toEqual([{ name: SCHEDULING_GATE }]);
   });
 
+  it('a Pod under a Deployment replaced since its ReplicaSet was made stays gated (admission may not have read it)', async () => {
+    const api = world();
+    const replaced = deployment(3);
+    replaced.metadata.uid = 'a-newer-deployment-uid';
+    api.put('Deployment', replaced);
+    api.put('Pod', pod('late'));
+    await expect(permitPods(session(managedLease()), api)).rejects.toThrow(AdmissionMessage.ownerUIDChanged);
+    expect(api.stored('Pod', 'late')?.spec?.schedulingGates).toEqual([{ name: SCHEDULING_GATE }]);
+    expect(api.writes()).toEqual([]);
+  });
+
   it('a Pod whose ReplicaSet was replaced is not permitted; the others are, then the error is returned', async () => {
     const api = world();
     api.put('Pod', pod('stale', { rs: 'old-rs-uid' }));

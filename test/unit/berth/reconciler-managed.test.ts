@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { type BerthLeaseSpec, ReconcileError, STOP_FENCE } from '../../../src/berth/api.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
-import { BerthLeaseReconciler, type ManagedStandby } from '../../../src/berth/reconciler.ts';
+import { BerthLeaseReconciler } from '../../../src/berth/reconciler.ts';
 import { findCondition } from '../../../src/berth/status.ts';
 import type { KubeRequester } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
@@ -30,7 +30,7 @@ const spec = (over: Partial<BerthLeaseSpec> = {}): BerthLeaseSpec => ({
   ...over,
 });
 
-function setup(o: { managedStandby?: ManagedStandby; replicas?: number } = {}) {
+function setup(o: { replicas?: number } = {}) {
   const store = new FakeLeaseStore();
   const central = new ScriptedLeaseClient();
   const clock = new ManualClock(T0);
@@ -64,7 +64,6 @@ function setup(o: { managedStandby?: ManagedStandby; replicas?: number } = {}) {
     workloads,
     clock,
     recorder,
-    ...(o.managedStandby ? { managedStandby: o.managedStandby } : {}),
   });
   store.create('web', spec(), { status: { workload: { targetUID: TARGET_UID } } });
   store.stored('web').metadata.uid = LEASE_UID;
@@ -92,15 +91,6 @@ describe('a managed standby', () => {
       expect(await w.reconcile()).toEqual({ requeueAfter: 10_000 });
     }
     expect({ status: w.store.statusWrites(), target: w.api.writes().length }).toEqual(writes);
-  });
-
-  it('stop-cycle (the original, for comparison): Stopping and back on every reconcile, a fence write each time', async () => {
-    const w = setup({ managedStandby: 'stop-cycle' });
-    w.central.acquireAnswers = [heldBy('cluster-west', 4, T0 + 20_000)];
-    for (let i = 0; i < 3; i++) expect(await w.reconcile()).toEqual({ requeueAfter: 1_000 });
-    expect(w.store.statusWrites()).toBe(6);
-    expect(w.api.writes()).toEqual(['patch Deployment/web', 'patch Deployment/web', 'patch Deployment/web']);
-    expect(w.store.stored('web').status?.currentHolder).toBe('');
   });
 
   it('that ran its workload: losing the lease stops, drains and releases it', async () => {

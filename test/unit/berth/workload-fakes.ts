@@ -1,8 +1,9 @@
 // An in-memory WorkloadApi with the API server's guards: merge patches naming a stale resourceVersion
 // (or another uid) fail with 409, deletes check the UID precondition, and every call is recorded.
 
-import type { DeleteOutcome, KubeObj, WorkloadApi, WorkloadKind } from '../../../src/berth/workload-io.ts';
+import type { DeleteOutcome, KubeObj, WorkloadApi } from '../../../src/berth/workload-io.ts';
 import { KubeApiError } from '../../../src/kube/client.ts';
+import type { WorkloadKind } from '../../../src/workloads/model.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

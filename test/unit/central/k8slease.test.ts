@@ -4,7 +4,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   encodeKey,
-  formatMicroTime,
   isMigrated,
   keyOfLease,
   type LeaseObject,
@@ -19,7 +18,6 @@ import {
   newLease,
   objectNameProblem,
   ownershipProblem,
-  parseMicroTime,
   planList,
   recordFromLease,
   sealedLease,
@@ -135,27 +133,6 @@ describe('legacy object names', () => {
           expect(legacyObjectName(a)).not.toBe(legacyObjectName(b));
       }),
     );
-  });
-});
-
-describe('MicroTime', () => {
-  it('always has exactly six fractional digits, in UTC', () => {
-    expect(formatMicroTime(T0)).toBe('2026-09-07T09:00:00.123000Z');
-    expect(formatMicroTime(Date.UTC(2026, 0, 1))).toBe('2026-01-01T00:00:00.000000Z');
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 253_402_300_799_999 }), (ms) => {
-        const text = formatMicroTime(ms);
-        expect(text).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
-        expect(parseMicroTime(text)).toBe(ms);
-      }),
-    );
-  });
-
-  it('parses what the API server returns, truncating below the millisecond, honouring offsets', () => {
-    expect(parseMicroTime('2026-09-07T09:00:00.123456Z')).toBe(T0);
-    expect(parseMicroTime('2026-09-07T11:00:00.123000+02:00')).toBe(T0);
-    expect(parseMicroTime('2026-09-07T09:00:00Z')).toBe(T0 - 123);
-    expect(() => parseMicroTime('yesterday')).toThrow('invalid MicroTime');
   });
 });
 

@@ -1,4 +1,4 @@
-import { type EventsV1Event, V1MicroTime } from '@kubernetes/client-node';
+import type { EventsV1Event } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { KubeApiError } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
@@ -8,29 +8,15 @@ import {
   type EventSink,
   eventKey,
   eventName,
-  formatMicroTime,
-  isMicroTime,
   referenceFor,
   truncateUtf8,
 } from '../../../src/kube/events.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
+import { PodBuilder } from '../../builders/pod.ts';
 
 const flush = async (n = 10): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };
-
-describe('MicroTime', () => {
-  it('formats with exactly six fractional digits', () => {
-    expect(formatMicroTime(Date.UTC(2026, 0, 1))).toBe('2026-01-01T00:00:00.000000Z');
-    expect(formatMicroTime(Date.UTC(2026, 0, 1, 12, 30, 5, 123))).toBe('2026-01-01T12:30:05.123000Z');
-    expect(isMicroTime('2026-01-01T00:00:00.000000Z')).toBe(true);
-    expect(isMicroTime('2026-01-01T00:00:00.000Z')).toBe(false);
-    // What JSON.stringify makes of the eventTime we hand to client-node, versus a plain Date.
-    const body = JSON.parse(JSON.stringify({ micro: new V1MicroTime(0), plain: new Date(0) }));
-    expect(body.micro).toBe('1970-01-01T00:00:00.000000Z');
-    expect(isMicroTime(body.plain)).toBe(false);
-  });
-});
 
 describe('helpers', () => {
   it('truncates notes to a byte budget without splitting characters', () => {
@@ -138,7 +124,7 @@ function recorder(options: Partial<EventRecorderOptions> = {}) {
   return { rec, sink, clock, lines };
 }
 
-const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns', uid: 'u1' } };
+const pod = new PodBuilder('p').namespace('ns').uid('u1').obj();
 
 describe('EventRecorder', () => {
   it('creates an events.k8s.io/v1 Event with a MicroTime eventTime and reporting fields', async () => {

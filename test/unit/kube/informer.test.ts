@@ -1,191 +1,14 @@
-import type { KubernetesObject } from '@kubernetes/client-node';
-import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeRequester, RawRequest, RawResponse } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
-import {
-  DEFAULT_BACKOFF,
-  diffRelist,
-  IndexedStore,
-  Informer,
-  type InformerOptions,
-  LineSplitter,
-  objectKey,
-  restartDelay,
-  splitKey,
-  stripManagedFields,
-} from '../../../src/kube/informer.ts';
-
-interface Obj extends KubernetesObject {
-  spec?: { node?: string };
-}
-
-const obj = (name: string, rv: string, extra: Partial<Obj> = {}, namespace = 'ns'): Obj => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace, resourceVersion: rv },
-  ...extra,
-});
+import { Informer, type InformerOptions, stripManagedFields } from '../../../src/kube/informer.ts';
+import { objectKey } from '../../../src/kube/keys.ts';
+import { type Obj, obj } from './objects.ts';
 
 const flush = async (n = 10): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };
-
-describe('keys', () => {
-  it('uses namespace/name, or name for cluster-scoped objects, and splits them back', () => {
-    expect(objectKey(obj('a', '1'))).toBe('ns/a');
-    expect(objectKey({ metadata: { name: 'node-1' } })).toBe('node-1');
-    expect(splitKey('ns/a')).toEqual({ namespace: 'ns', name: 'a' });
-    expect(splitKey('node-1')).toEqual({ namespace: undefined, name: 'node-1' });
-  });
-});
-
-describe('IndexedStore', () => {
-  const byNode = (o: Obj): string[] => (o.spec?.node ? [o.spec.node] : []);
-
-  it('keeps an index exact across add, update (value moves) and delete', () => {
-    const store = new IndexedStore<Obj>();
-    store.addIndexer('node', byNode);
-    store.set('ns/a', obj('a', '1', { spec: { node: 'n1' } }));
-    store.set('ns/b', obj('b', '1', { spec: { node: 'n1' } }));
-    expect(store.indexKeys('node', 'n1').sort()).toEqual(['ns/a', 'ns/b']);
-    store.set('ns/a', obj('a', '2', { spec: { node: 'n2' } }));
-    expect(store.indexKeys('node', 'n1')).toEqual(['ns/b']);
-    expect(store.byIndex('node', 'n2').map((o) => o.metadata?.resourceVersion)).toEqual(['2']);
-    store.delete('ns/b');
-    expect(store.indexKeys('node', 'n1')).toEqual([]);
-    expect(store.indexValues('node')).toEqual(['n2']);
-  });
-
-  it('files existing objects when an indexer is added later, and rejects unknown or duplicate indexes', () => {
-    const store = new IndexedStore<Obj>();
-    store.set('ns/a', obj('a', '1', { spec: { node: 'n1' } }));
-    store.addIndexer('node', byNode);
-    expect(store.indexKeys('node', 'n1')).toEqual(['ns/a']);
-    expect(() => store.addIndexer('node', byNode)).toThrow(/already exists/);
-    expect(() => store.byIndex('nope', 'x')).toThrow(/no indexer/);
-  });
-
-  it('survives an indexer that throws: the object is stored, just not indexed', () => {
-    const errors: string[] = [];
-    const store = new IndexedStore<Obj>((index) => errors.push(index));
-    store.addIndexer('bad', () => {
-      throw new Error('boom');
-    });
-    store.set('ns/a', obj('a', '1'));
-    expect(store.get('ns/a')).toBeDefined();
-    expect(store.byIndex('bad', 'x')).toEqual([]);
-    expect(errors).toEqual(['bad']);
-  });
-
-  it('model check: indexes always equal a brute-force recomputation', () => {
-    const names = ['a', 'b', 'c', 'd'];
-    const nodes = ['n1', 'n2', 'n3'];
-    const op = fc.oneof(
-      fc.record({
-        kind: fc.constant('set' as const),
-        name: fc.constantFrom(...names),
-        nodes: fc.subarray(nodes),
-        ns: fc.constantFrom('x', 'y'),
-      }),
-      fc.record({ kind: fc.constant('delete' as const), name: fc.constantFrom(...names) }),
-      fc.record({ kind: fc.constant('replace' as const), keep: fc.subarray(names) }),
-    );
-    fc.assert(
-      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
-        const store = new IndexedStore<Obj>();
-        store.addIndexer('nodes', (o) => (o.metadata?.annotations?.nodes ?? '').split(',').filter(Boolean));
-        const model = new Map<string, Obj>();
-        for (const o of ops) {
-          if (o.kind === 'set') {
-            const value: Obj = {
-              metadata: { name: o.name, namespace: o.ns, annotations: { nodes: o.nodes.join(',') } },
-            };
-            store.set(o.name, value);
-            model.set(o.name, value);
-          } else if (o.kind === 'delete') {
-            store.delete(o.name);
-            model.delete(o.name);
-          } else {
-            const kept = [...model].filter(([k]) => o.keep.includes(k));
-            store.replace(kept);
-            model.clear();
-            for (const [k, v] of kept) model.set(k, v);
-          }
-        }
-        for (const node of nodes) {
-          const expected = [...model]
-            .filter(([, v]) => (v.metadata?.annotations?.nodes ?? '').split(',').includes(node))
-            .map(([k]) => k)
-            .sort();
-          expect(store.indexKeys('nodes', node).sort()).toEqual(expected);
-        }
-        for (const ns of ['x', 'y']) {
-          const expected = [...model].filter(([, v]) => v.metadata?.namespace === ns).map(([k]) => k);
-          expect(store.indexKeys('namespace', ns).sort()).toEqual(expected.sort());
-        }
-        expect(store.keys().sort()).toEqual([...model.keys()].sort());
-      }),
-    );
-  });
-});
-
-describe('diffRelist', () => {
-  it('adds new keys, updates keys whose resourceVersion changed, deletes vanished ones', () => {
-    const cached = new Map([
-      ['ns/same', obj('same', '1')],
-      ['ns/changed', obj('changed', '1')],
-      ['ns/gone', obj('gone', '1')],
-    ]);
-    const listed = new Map([
-      ['ns/same', obj('same', '1')],
-      ['ns/changed', obj('changed', '5')],
-      ['ns/new', obj('new', '6')],
-    ]);
-    const diff = diffRelist(cached, listed);
-    expect(diff.added.map(objectKey)).toEqual(['ns/new']);
-    expect(
-      diff.updated.map(([o, n]) => `${o.metadata?.resourceVersion}->${n.metadata?.resourceVersion}`),
-    ).toEqual(['1->5']);
-    expect(diff.deleted.map(objectKey)).toEqual(['ns/gone']);
-  });
-});
-
-describe('restartDelay', () => {
-  it('doubles from 1 s to a 30 s cap without jitter at random=0.5', () => {
-    const delays = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => restartDelay(n, DEFAULT_BACKOFF, 0.5));
-    expect(delays).toEqual([1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000]);
-  });
-
-  it('spreads each delay by ±jitter/2 and never waits less than Retry-After', () => {
-    expect(restartDelay(1, DEFAULT_BACKOFF, 0)).toBe(900);
-    expect(restartDelay(1, DEFAULT_BACKOFF, 0.999999)).toBe(1100);
-    expect(restartDelay(6, DEFAULT_BACKOFF, 0.999999)).toBe(33_000);
-    expect(restartDelay(1, DEFAULT_BACKOFF, 0.5, 7000)).toBe(7000);
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 60 }),
-        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
-        (n, r) => {
-          const d = restartDelay(n, DEFAULT_BACKOFF, r);
-          return d >= 900 && d <= 33_000;
-        },
-      ),
-    );
-  });
-});
-
-describe('LineSplitter', () => {
-  it('joins lines split across chunks and skips blank lines', () => {
-    const s = new LineSplitter();
-    expect(s.push('{"a":')).toEqual([]);
-    expect(s.push('1}\n\n{"b"')).toEqual(['{"a":1}']);
-    expect(s.push(':2}\n{"c":3}')).toEqual(['{"b":2}']);
-    expect(s.end()).toEqual(['{"c":3}']);
-    expect(s.end()).toEqual([]);
-  });
-});
 
 describe('stripManagedFields', () => {
   it('drops metadata.managedFields and keeps the rest', () => {
@@ -480,7 +303,6 @@ describe('Informer', () => {
       .map((_, i) => api.requests.filter((r) => r.req.query?.watch === undefined)[i]?.at ?? 0);
     const gaps = at.slice(1).map((t, i) => t - (at[i] as number));
     expect(gaps).toEqual([1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
-    expect(informer.readinessCheck(600_000)).not.toThrow();
 
     // Once data flows on the watch, the next failure starts again at 1 s.
     await flush();
@@ -648,31 +470,6 @@ describe('Informer', () => {
     b.informer.start();
     await b.informer.waitForSync();
     expect(b.informer.get('ns/a')?.metadata?.managedFields).toHaveLength(1);
-  });
-
-  it('reports readiness: not synced, then ready, then failing past the threshold, then recovered', async () => {
-    const { api, informer, clock } = setup({ readinessThresholdMs: 60_000 });
-    const check = informer.readinessCheck();
-    expect(check).toThrow(/has not synced/);
-    informer.start();
-    await informer.waitForSync();
-    expect(check).not.toThrow();
-    await flush();
-    api.overrides.push((req) =>
-      req.query?.watch ? json(503, statusBody(503, 'ServiceUnavailable')) : undefined,
-    );
-    api.lastWatch().fail(new Error('reset'));
-    await flush();
-    await clock.advanceAsync(60_000);
-    expect(check).not.toThrow();
-    await clock.advanceAsync(5000);
-    expect(check).toThrow(/failing for 65s: 503 ServiceUnavailable/);
-    api.overrides.length = 0;
-    await clock.advanceAsync(60_000);
-    await flush();
-    api.lastWatch().send('BOOKMARK', { metadata: { resourceVersion: '10' } });
-    await flush();
-    expect(check).not.toThrow();
   });
 
   it('waitForSync rejects on abort and when the informer stops before syncing', async () => {

@@ -4,7 +4,6 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
   decideTaint,
-  formatDuration,
   type GraceMemory,
   hasTaint,
   isServingAgent,
@@ -213,11 +212,6 @@ describe('pods of other nodes', () => {
   });
 });
 
-it('formatDuration writes Go durations', () => {
-  expect(formatDuration(30_000)).toBe('30s');
-  expect(formatDuration(300)).toBe('300ms');
-  expect(formatDuration(90_000)).toBe('1m30s');
-  expect(formatDuration(3_600_000)).toBe('1h0m0s');
-  expect(formatDuration(1500)).toBe('1.5s');
+it('timestamp writes RFC 3339 seconds', () => {
   expect(timestamp(T0)).toBe('2026-05-01T12:00:00Z');
 });

@@ -5,7 +5,6 @@ import {
   configurationCheck,
   type LiveConfigurations,
   mutatingWebhookConfiguration,
-  selectorMatches,
   validatingWebhookConfiguration,
   verifyWebhookConfigurations,
 } from '../../../webhooks/configurations.ts';
@@ -147,33 +146,6 @@ describe('builders', () => {
   it('does not list kube-system twice when the operator runs there', () => {
     const sel = mutatingWebhookConfiguration({ namespace: 'kube-system' }).webhooks![0]!.namespaceSelector;
     expect(sel?.matchExpressions?.[0]?.values).toEqual(['kube-system']);
-  });
-});
-
-describe('selectorMatches', () => {
-  it('implements matchLabels and the four operators', () => {
-    const labels = { a: '1', b: '2' };
-    expect(selectorMatches(undefined, labels)).toBe(true);
-    expect(selectorMatches({}, labels)).toBe(true);
-    expect(selectorMatches({ matchLabels: { a: '1' } }, labels)).toBe(true);
-    expect(selectorMatches({ matchLabels: { a: '2' } }, labels)).toBe(false);
-    expect(selectorMatches({ matchExpressions: [{ key: 'a', operator: 'In', values: ['1'] }] }, labels)).toBe(
-      true,
-    );
-    expect(selectorMatches({ matchExpressions: [{ key: 'c', operator: 'In', values: ['1'] }] }, labels)).toBe(
-      false,
-    );
-    expect(
-      selectorMatches({ matchExpressions: [{ key: 'a', operator: 'NotIn', values: ['1'] }] }, labels),
-    ).toBe(false);
-    expect(
-      selectorMatches({ matchExpressions: [{ key: 'c', operator: 'NotIn', values: ['1'] }] }, labels),
-    ).toBe(true);
-    expect(selectorMatches({ matchExpressions: [{ key: 'a', operator: 'Exists' }] }, labels)).toBe(true);
-    expect(selectorMatches({ matchExpressions: [{ key: 'a', operator: 'DoesNotExist' }] }, labels)).toBe(
-      false,
-    );
-    expect(selectorMatches({ matchExpressions: [{ key: 'a', operator: 'Bogus' }] }, labels)).toBe(false);
   });
 });
 

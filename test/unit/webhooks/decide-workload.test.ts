@@ -1,7 +1,7 @@
 // WorkloadAdmission's rules and exact messages (docs/behaviour.md §4.4), §6.2 scenarios 24-27 and 31-33.
 import { describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../../src/workloads/model.ts';
 import type { Binding } from '../../../webhooks/resolve.ts';
-import type { JsonObject } from '../../../webhooks/workload.ts';
 import {
   activeWorkload,
   berthLease,

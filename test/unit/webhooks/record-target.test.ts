@@ -2,7 +2,7 @@
 // dry-run, never over a lease with cleanup responsibility or over an existing target.
 import { describe, expect, it } from 'vitest';
 import { KubeApiError } from '../../../src/kube/client.ts';
-import type { JsonObject } from '../../../webhooks/workload.ts';
+import type { JsonObject } from '../../../src/workloads/model.ts';
 import { berthLease, request, stamped, workload } from '../../fixtures/webhooks/objects.ts';
 import { type World, world } from '../../fixtures/webhooks/world.ts';
 

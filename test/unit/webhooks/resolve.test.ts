@@ -1,9 +1,12 @@
 // Binding resolution (docs/behaviour.md §4.3) and its read cost (issue #6 "Cost per review"), through the shared handler
 // flow with an in-memory AdmissionIO.
+
 import { describe, expect, it } from 'vitest';
+import { SCHEDULING_GATE } from '../../../src/berth/api.ts';
 import { KubeApiError } from '../../../src/kube/client.ts';
-import { berthLease, request, workload } from '../../fixtures/webhooks/objects.ts';
-import { world } from '../../fixtures/webhooks/world.ts';
+import type { JsonObject } from '../../../src/workloads/model.ts';
+import { berthLease, request, stamped, workload } from '../../fixtures/webhooks/objects.ts';
+import { applyDecision, world } from '../../fixtures/webhooks/world.ts';
 
 const rsOwner = (uid: string) => ({ kind: 'ReplicaSet' as const, name: 'web-5d9c', uid });
 
@@ -91,16 +94,76 @@ describe('owner chains are always walked, as in the Go operator', () => {
     expect(w.io.calls).toEqual([{ op: 'list-leases', namespace: 'other', limit: 1 }]);
   });
 
-  it("a managed Pod costs one GET per owner (Pod -> ReplicaSet -> Deployment) and the namespace's leases", async () => {
+  it("a managed Pod costs its stamped ReplicaSet and the namespace's leases: 2 reads (issue #21)", async () => {
     const w = world();
     const pod = workload('Pod', 'web-5d9c-x1', { owner: rsOwner(w.uids.replicaSet) });
-    const d = await w.mutate(request('Pod', 'CREATE', pod));
-    expect(d.allowed).toBe(true);
-    expect(w.io.calls).toEqual([
-      { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
-      { op: 'get-workload', kind: 'Deployment', namespace: 'shop', name: 'web' },
-      { op: 'list-leases', namespace: 'shop', limit: undefined },
-    ]);
+    for (const decide of [w.mutate, w.validate]) {
+      w.io.calls.length = 0;
+      const d = await decide(
+        request('Pod', 'CREATE', decide === w.mutate ? pod : stamped('Pod', pod, w.binding)),
+      );
+      expect(d.allowed).toBe(true);
+      expect(w.io.calls).toEqual([
+        { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
+        { op: 'list-leases', namespace: 'shop', limit: undefined },
+      ]);
+    }
+  });
+
+  it('an unstamped ReplicaSet is walked to its Deployment: its stamp is what a lease that is gone leaves', async () => {
+    // The stale-stamp chain with an unstamped ReplicaSet: skipping the Deployment here would find no lease
+    // and no stamp, and let the Pod in ungated.
+    const w = world();
+    w.io.leases.clear();
+    w.io.addWorkload(
+      'ReplicaSet',
+      workload('ReplicaSet', 'web-5d9c', {
+        uid: w.uids.replicaSet,
+        owner: { kind: 'Deployment', name: 'web', uid: w.uids.deployment },
+      }),
+    );
+    const pod = workload('Pod', 'stray', { owner: rsOwner(w.uids.replicaSet) });
+    for (const decide of [w.mutate, w.validate]) {
+      w.io.calls.length = 0;
+      expect(await decide(request('Pod', 'CREATE', pod))).toMatchObject({
+        allowed: false,
+        reason: 'no-live-lease',
+      });
+      expect(w.io.calls.map((c) => (c.op === 'get-workload' ? c.kind : c.op))).toEqual([
+        'ReplicaSet',
+        'Deployment',
+        'list-leases',
+      ]);
+    }
+  });
+
+  it('under a stamped ReplicaSet whose Deployment was replaced, a Pod is born gated, never let in ungated', async () => {
+    // The Deployment the ReplicaSet names is gone; a new one of the same name has another UID. Reading it
+    // would deny; without the read the Pod is bound, and only the permit path (its own live walk, which
+    // refuses the replaced owner: permit.test.ts) could ever lift its gate.
+    const w = world();
+    w.io.addWorkload('Deployment', {
+      ...w.deployment,
+      metadata: { ...(w.deployment.metadata as object), uid: 'new' },
+    });
+    const pod = workload('Pod', 'web-5d9c-x2', { owner: rsOwner(w.uids.replicaSet) });
+    const mutated = await w.mutate(request('Pod', 'CREATE', pod));
+    expect(mutated.allowed).toBe(true);
+    const admitted = applyDecision(pod, mutated);
+    expect((admitted.spec as { schedulingGates?: { name: string }[] }).schedulingGates).toContainEqual({
+      name: SCHEDULING_GATE,
+    });
+    // The validating webhook refuses the same Pod without the gate, or without the stamp.
+    const ungated = structuredClone(admitted);
+    (ungated.spec as JsonObject).schedulingGates = [];
+    expect(await w.validate(request('Pod', 'CREATE', ungated))).toMatchObject({
+      allowed: false,
+      reason: 'gateRequired',
+    });
+    expect(await w.validate(request('Pod', 'CREATE', pod))).toMatchObject({
+      allowed: false,
+      reason: 'bindingChanged',
+    });
   });
 
   it('never caches across reviews: a lease created just before its target is seen', async () => {

@@ -1,14 +1,27 @@
-// parseWorkload checks a workload by hand (isWorkload) before zod and, when the hand-written check
+// The workload model's one parser (src/workloads/model.ts): parseWorkload checks a workload by hand (isWorkload) before zod and, when the hand-written check
 // accepts, hands the object on as it is instead of zod's copy. That is only sound if the check accepts
 // nothing zod rejects and zod's output then equals the object; and it only pays if it accepts what zod
 // accepts. These properties check all three on generated workloads and arbitrary JSON.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isWorkload, parseWorkload, workloadSchema } from '../../../webhooks/workload.ts';
+import {
+  isWorkload,
+  type JsonObject,
+  parseStoredWorkload,
+  parseWorkload,
+  workloadSchema,
+} from '../../../src/workloads/model.ts';
 import { type Kind, workload } from '../../fixtures/webhooks/objects.ts';
 import { mutate, mutationOf } from '../../helpers/mutations.ts';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 3000);
+
+/** A Pod as the reconciler reads it back: the fields only stored objects carry. */
+function storedPod(): JsonObject {
+  const pod = workload('Pod', 'web', { uid: 'u-1' });
+  Object.assign(pod.metadata as JsonObject, { creationTimestamp: '2026-01-01T00:00:00Z' });
+  return { ...pod, status: { phase: 'Running' } };
+}
 
 const KINDS: Kind[] = ['Pod', 'Deployment', 'StatefulSet', 'ReplicaSet', 'Job', 'CronJob'];
 const BASES = KINDS.flatMap((kind) => [
@@ -129,6 +142,28 @@ function agrees(raw: unknown): void {
 describe('isWorkload', () => {
   it('accepts every fixture workload', () => {
     for (const base of BASES) expect(isWorkload(JSON.parse(JSON.stringify(base)))).toBe(true);
+  });
+
+  it('leaves the fields only stored objects carry to parseStoredWorkload', () => {
+    const pod = storedPod();
+    expect(parseStoredWorkload(pod)).toEqual({ ok: true, value: pod });
+    // A review is never refused for them: admission does not read them.
+    const review = { ...pod, status: { phase: 1 } };
+    expect(parseWorkload(review)).toEqual({ ok: true, value: review });
+    expect(parseStoredWorkload(review)).toEqual({
+      ok: false,
+      error: 'status.phase: missing or not a string',
+    });
+    const unnamed = { ...pod, metadata: { uid: 'u' } };
+    expect(parseStoredWorkload(unnamed)).toEqual({
+      ok: false,
+      error: 'metadata.name: missing or not a string',
+    });
+    const dated = { ...pod, metadata: { name: 'web', creationTimestamp: 1 } };
+    expect(parseStoredWorkload(dated)).toEqual({
+      ok: false,
+      error: 'metadata.creationTimestamp: missing or not a string',
+    });
   });
 
   it('agrees with workloadSchema on mutated workloads', () => {

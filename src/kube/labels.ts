@@ -1,7 +1,10 @@
-// Kubernetes label selectors (the `labelSelector` query syntax): parsed once when the flags are
-// validated, sent to the API server verbatim to scope the agent Pod watch, and matched in memory as a
-// defence in depth (the guard's podToNode and reader re-check every cached Pod, like the original's
-// in-memory filter). Supports `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)` and `k notin (a,b)`.
+// Kubernetes label selectors, one set of requirements for both forms: the `labelSelector` query syntax
+// (`k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a,b)`; the node taint guard's
+// --agent-selector, parsed when the flags are validated, sent to the API server verbatim and re-checked
+// in memory) and the structured `matchLabels`/`matchExpressions` of a V1LabelSelector (the webhook
+// configurations' selectors, checked on the live objects). Matching follows apimachinery.
+import type { V1LabelSelector } from '@kubernetes/client-node';
+import { isLabelValue, isQualifiedName } from '../kube/names.ts';
 
 export type Requirement =
   | { key: string; op: 'in' | 'notin'; values: readonly string[] }
@@ -11,25 +14,6 @@ export interface LabelSelector {
   /** The selector text, normalised (requirements joined by ","). */
   readonly text: string;
   readonly requirements: readonly Requirement[];
-}
-
-const NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-
-/** A qualified name (label key, taint key): `[prefix/]name`, prefix a DNS subdomain, name <= 63. */
-export function isQualifiedName(key: string): boolean {
-  const slash = key.lastIndexOf('/');
-  const prefix = slash < 0 ? undefined : key.slice(0, slash);
-  const name = slash < 0 ? key : key.slice(slash + 1);
-  if (prefix !== undefined && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
-    return false;
-  return name.length > 0 && name.length <= 63 && NAME_PART.test(name);
-}
-
-/** A label value (also the taint value): empty, or <= 63 alphanumerics with '-', '_', '.' inside. */
-export function isLabelValue(value: string): boolean {
-  return value.length <= 63 && LABEL_VALUE.test(value);
 }
 
 export class SelectorError extends Error {
@@ -137,4 +121,35 @@ export function matchesLabels(
     }
   }
   return true;
+}
+
+const OPERATORS: Record<string, Requirement['op']> = {
+  In: 'in',
+  NotIn: 'notin',
+  Exists: 'exists',
+  DoesNotExist: 'doesnotexist',
+};
+
+/**
+ * Whether `labels` satisfy a structured selector (matchLabels AND every matchExpression), as the API
+ * server applies it; no selector selects everything, an operator this code does not know selects nothing.
+ */
+export function matchesLabelSelector(
+  selector: V1LabelSelector | undefined,
+  labels: Readonly<Record<string, string>>,
+): boolean {
+  if (selector === undefined) return true;
+  const requirements: Requirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({
+    key,
+    op: 'in',
+    values: [value],
+  }));
+  for (const e of selector.matchExpressions ?? []) {
+    const op = OPERATORS[e.operator];
+    if (op === undefined) return false;
+    requirements.push(
+      op === 'in' || op === 'notin' ? { key: e.key, op, values: e.values ?? [] } : { key: e.key, op },
+    );
+  }
+  return matchesLabels({ text: '', requirements }, labels);
 }

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  isLabelValue,
-  isQualifiedName,
-  matchesLabels,
-  parseLabelSelector,
-} from '../../../src/nodetaint/selector.ts';
+import { matchesLabelSelector, matchesLabels, parseLabelSelector } from '../../../src/kube/labels.ts';
 
 const matches = (selector: string, labels?: Record<string, string>) =>
   matchesLabels(parseLabelSelector(selector), labels);
@@ -38,15 +33,31 @@ describe('label selectors', () => {
       expect(() => parseLabelSelector(text)).toThrow();
     },
   );
+});
 
-  it('validates qualified names and label values', () => {
-    expect(isQualifiedName('aether.io/agent-not-ready')).toBe(true);
-    expect(isQualifiedName('agent')).toBe(true);
-    expect(isQualifiedName('/agent')).toBe(false);
-    expect(isQualifiedName('Aether.io/x')).toBe(false);
-    expect(isQualifiedName(`${'a'.repeat(64)}`)).toBe(false);
-    expect(isLabelValue('')).toBe(true);
-    expect(isLabelValue('true')).toBe(true);
-    expect(isLabelValue('-x')).toBe(false);
+describe('matchesLabelSelector', () => {
+  it('implements matchLabels and the four operators', () => {
+    const labels = { a: '1', b: '2' };
+    expect(matchesLabelSelector(undefined, labels)).toBe(true);
+    expect(matchesLabelSelector({}, labels)).toBe(true);
+    expect(matchesLabelSelector({ matchLabels: { a: '1' } }, labels)).toBe(true);
+    expect(matchesLabelSelector({ matchLabels: { a: '2' } }, labels)).toBe(false);
+    expect(
+      matchesLabelSelector({ matchExpressions: [{ key: 'a', operator: 'In', values: ['1'] }] }, labels),
+    ).toBe(true);
+    expect(
+      matchesLabelSelector({ matchExpressions: [{ key: 'c', operator: 'In', values: ['1'] }] }, labels),
+    ).toBe(false);
+    expect(
+      matchesLabelSelector({ matchExpressions: [{ key: 'a', operator: 'NotIn', values: ['1'] }] }, labels),
+    ).toBe(false);
+    expect(
+      matchesLabelSelector({ matchExpressions: [{ key: 'c', operator: 'NotIn', values: ['1'] }] }, labels),
+    ).toBe(true);
+    expect(matchesLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Exists' }] }, labels)).toBe(true);
+    expect(matchesLabelSelector({ matchExpressions: [{ key: 'a', operator: 'DoesNotExist' }] }, labels)).toBe(
+      false,
+    );
+    expect(matchesLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Bogus' }] }, labels)).toBe(false);
   });
 });
