@@ -11,6 +11,7 @@ import { isNotFound } from '../../src/kube/client.ts';
 import type { Manager } from '../../src/kube/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { buildOperator, runCommand } from '../../src/run.ts';
+import { BerthLeaseBuilder } from '../builders/berthlease.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
 import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
@@ -65,18 +66,11 @@ describe.skipIf(skip)('lease-only BerthLease on a real cluster', () => {
     const { custom } = cluster;
     await custom.createNamespacedCustomObject({
       ...LEASE,
-      body: {
-        apiVersion: 'berth.skaphos.io/v1alpha1',
-        kind: 'BerthLease',
-        metadata: { name: 'e2e' },
-        spec: {
-          leaseName: 'e2e',
-          holderIdentity: 'e2e',
-          ttlSeconds: 15,
-          heartbeatIntervalSeconds: 5,
-          semantics: 'at-most-once',
-        },
-      },
+      body: new BerthLeaseBuilder('e2e')
+        .holderIdentity('e2e')
+        .ttlSeconds(15)
+        .heartbeatIntervalSeconds(5)
+        .obj(),
     });
     const held = await eventually(
       async () => {

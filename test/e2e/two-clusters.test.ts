@@ -17,7 +17,16 @@ import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
 import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
 import { E2eOperator } from './operator.ts';
 import { PodWatch, Timeline } from './timeline.ts';
-import { createLease, deployment, deploymentLease, leaseWhen, readLease, until } from './workloads.ts';
+import {
+  createLease,
+  deployment,
+  deploymentLease,
+  HEARTBEAT_S,
+  leaseWhen,
+  readLease,
+  TTL_S,
+  until,
+} from './workloads.ts';
 
 const skip = skipReason('the two-cluster scenarios', ['kubeconfig', 'kubeconfig2', 'webhookHost']);
 
@@ -116,6 +125,11 @@ describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
     const firstUngated = timeline.select({ cluster: standby, change: 'ungated', since: stoppedAt })[0];
     expect(lastRemoved && firstUngated).toBeTruthy();
     expect(lastRemoved?.at ?? Number.POSITIVE_INFINITY).toBeLessThan(firstUngated?.at ?? 0);
+    // Released, not expired: ungated there before the holder's claim could have run out (its last renewal
+    // was at most a heartbeat before the stop).
+    expect((firstUngated?.at ?? Number.POSITIVE_INFINITY) - stoppedAt).toBeLessThan(
+      (TTL_S - HEARTBEAT_S) * 1000,
+    );
     const released = await readLease(of(holder).cluster, NS, LEASE);
     expect(released?.status).toMatchObject({ leaseState: 'waiting', fencingToken: 0 });
     expect(findCondition(released?.status, 'Acquired')?.reason).toBe('Stopped');

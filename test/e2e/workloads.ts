@@ -1,9 +1,14 @@
 // The objects the scenarios create: BerthLeases guarding a Deployment or a CronJob, the workloads
 // themselves (Pods of E2E_IMAGE that start without a pull and stop at once on SIGTERM), and reads of them.
-import type { V1CronJob, V1Deployment, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type { V1CronJob, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { API_VERSION, type BerthLease, type BerthLeaseSpec, KIND } from '../../src/berth/api.ts';
 import { parseBerthLease } from '../../src/berth/leaseio.ts';
 import { isNotFound } from '../../src/kube/client.ts';
+import { BerthLeaseBuilder } from '../builders/berthlease.ts';
+import { CronJobBuilder } from '../builders/cronjob.ts';
+import { DeploymentBuilder } from '../builders/deployment.ts';
+import type { Owner } from '../builders/object.ts';
+import { PodBuilder } from '../builders/pod.ts';
 import { type EventuallyOptions, eventually } from '../helpers/eventually.ts';
 import { berthLeaseRef, type E2eCluster } from './cluster.ts';
 import { e2eEnv } from './env.ts';
@@ -12,64 +17,44 @@ import { e2eEnv } from './env.ts';
 export const TTL_S = 10;
 export const HEARTBEAT_S = 2;
 
-export const deploymentLease = (name: string, replicas: number): BerthLeaseSpec => ({
-  leaseName: name,
-  holderIdentity: 'unused-with-cluster-id',
-  ttlSeconds: TTL_S,
-  heartbeatIntervalSeconds: HEARTBEAT_S,
-  semantics: 'at-most-once',
-  target: { apiVersion: 'apps/v1', kind: 'Deployment', name },
-  acquireAction: { scale: { replicas } },
-  releaseAction: { scale: { replicas: 0 } },
-});
+/** A BerthLease guarding Deployment `name`: scale to `replicas` while held, to 0 when released. */
+export const deploymentLease = (name: string, replicas: number): BerthLeaseSpec =>
+  leaseOf(name).targets('Deployment', name).scales(replicas).spec();
 
-export const cronJobLease = (name: string): BerthLeaseSpec => ({
-  ...deploymentLease(name, 0),
-  target: { apiVersion: 'batch/v1', kind: 'CronJob', name },
-  acquireAction: { suspend: false },
-  releaseAction: { suspend: true },
-});
+/** A BerthLease guarding CronJob `name`: resumed while held, suspended when released. */
+export const cronJobLease = (name: string): BerthLeaseSpec =>
+  leaseOf(name).targets('CronJob', name).suspends().spec();
 
-const podSpec = (): V1PodSpec => ({
-  containers: [{ name: 'app', image: e2eEnv.image, imagePullPolicy: 'IfNotPresent' }],
-  terminationGracePeriodSeconds: 1,
-});
+/** The holder identity is unused: the operator holds as its --cluster-id. */
+const leaseOf = (name: string): BerthLeaseBuilder =>
+  new BerthLeaseBuilder(name)
+    .holderIdentity('unused-with-cluster-id')
+    .ttlSeconds(TTL_S)
+    .heartbeatIntervalSeconds(HEARTBEAT_S);
+
+/** The container of every Pod the scenarios create. */
+const app = { name: 'app', image: e2eEnv.image, imagePullPolicy: 'IfNotPresent' };
 
 /** Created at 0 replicas: the lease's acquireAction scales it up where the lease is held. */
-export const deployment = (name: string): V1Deployment => ({
-  metadata: { name },
-  spec: {
-    replicas: 0,
-    selector: { matchLabels: { app: name } },
-    template: { metadata: { labels: { app: name } }, spec: podSpec() },
-  },
-});
+export const deployment = (name: string): V1Deployment =>
+  new DeploymentBuilder(name).replicas(0).containers(app).terminationGracePeriodSeconds(1).obj();
 
 /** Every minute, one Job at a time; created suspended, the lease's acquireAction resumes it. */
-export const cronJob = (name: string): V1CronJob => ({
-  metadata: { name },
-  spec: {
-    schedule: '* * * * *',
-    suspend: true,
-    concurrencyPolicy: 'Forbid',
-    jobTemplate: {
-      spec: {
-        backoffLimit: 0,
-        template: { metadata: { labels: { app: name } }, spec: { ...podSpec(), restartPolicy: 'Never' } },
-      },
-    },
-  },
-});
+export const cronJob = (name: string): V1CronJob =>
+  new CronJobBuilder(name)
+    .schedule('* * * * *')
+    .suspend(true)
+    .concurrencyPolicy('Forbid')
+    .backoffLimit(0)
+    .containers(app)
+    .terminationGracePeriodSeconds(1)
+    .obj();
 
 /** A bare Pod controlled by `owner` (as its controller would create it), for late and forged creates. */
-export const ownedPod = (
-  name: string,
-  owner: { apiVersion: string; kind: string; name: string; uid: string },
-  spec: Partial<V1PodSpec> = {},
-): V1Pod => ({
-  metadata: { name, ownerReferences: [{ ...owner, controller: true }] },
-  spec: { ...podSpec(), ...spec },
-});
+export const ownedPod = (name: string, owner: Owner, o: { nodeName?: string } = {}): V1Pod => {
+  const pod = new PodBuilder(name).ownedBy(owner).containers(app).terminationGracePeriodSeconds(1);
+  return (o.nodeName === undefined ? pod : pod.nodeName(o.nodeName)).obj();
+};
 
 export async function createLease(
   c: E2eCluster,

@@ -21,10 +21,6 @@ import {
 } from '../../../src/berth/leaseclient.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
-import { MemoryStore } from '../../../src/central/memstore.ts';
-import type { LeaseKey, LeaseRecord } from '../../../src/central/record.ts';
-import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
-import type { Store } from '../../../src/central/store.ts';
 import { isNotFound, KubeTransport } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import type { ReconcileContext } from '../../../src/kube/controller.ts';
@@ -208,50 +204,8 @@ export class Cluster {
   }
 }
 
-/** A memory store that fails every call while `down` (the central answers 500 and readyz 503). */
-export class OutageStore implements Store {
-  readonly backend = 'outage';
-  readonly inner = new MemoryStore();
-  down = false;
-
-  #check(): void {
-    if (this.down) throw new Error('store unavailable');
-  }
-  async ping(): Promise<void> {
-    this.#check();
-  }
-  async get(key: LeaseKey): Promise<LeaseRecord | undefined> {
-    this.#check();
-    return this.inner.get(key);
-  }
-  async list(): Promise<LeaseRecord[]> {
-    this.#check();
-    return this.inner.list();
-  }
-  async put(expectedVersion: number, record: LeaseRecord): Promise<LeaseRecord> {
-    this.#check();
-    return this.inner.put(expectedVersion, record);
-  }
-}
-
-export interface Central {
-  server: CentralServer;
-  store: OutageStore;
-  url: string;
-  stop(): Promise<void>;
-}
-
-export async function startCentral(clock?: Clock): Promise<Central> {
-  const store = new OutageStore();
-  const server = await startCentralServer({
-    store,
-    logger: silent(),
-    registry: createRegistry({ defaultMetrics: false }),
-    gc: false,
-    ...(clock === undefined ? {} : { clock }),
-  });
-  return { server, store, url: server.url, stop: () => server.stop() };
-}
+// The central server is shared with the end-to-end suites; the integration suites import it from here.
+export { type Central, OutageStore, startCentral } from '../../helpers/central.ts';
 
 export interface CentralCall {
   op: 'acquire' | 'release';

@@ -14,6 +14,8 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeploymentBuilder } from '../../builders/deployment.ts';
+import { PodBuilder } from '../../builders/pod.ts';
 import { apiFailure, jsonPatch } from '../../helpers/api.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
@@ -32,13 +34,7 @@ afterAll(async () => {
   await t.stop();
 });
 
-const pod = (name: string, gates: string[] = []) => ({
-  metadata: { name },
-  spec: {
-    containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }],
-    ...(gates.length ? { schedulingGates: gates.map((name) => ({ name })) } : {}),
-  },
-});
+const PAUSE = { name: 'app', image: 'registry.k8s.io/pause:3.10' };
 
 describe('the real control plane', () => {
   it('serves kubectl generators, which send protobuf', async () => {
@@ -86,14 +82,7 @@ describe('the real control plane', () => {
     const apps = t.kc.makeApiClient(AppsV1Api);
     await apps.createNamespacedDeployment({
       namespace: ns,
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: { app: 'web' } },
-          template: { metadata: { labels: { app: 'web' } }, spec: pod('x').spec },
-        },
-      },
+      body: new DeploymentBuilder('web').replicas(2).containers(PAUSE).obj(),
     });
     await eventually(
       async () =>
@@ -107,7 +96,10 @@ describe('the real control plane', () => {
   });
 
   it('keeps a gated Pod unscheduled until its gate is removed', async () => {
-    await t.core.createNamespacedPod({ namespace: ns, body: pod('gated', ['example.com/hold']) });
+    await t.core.createNamespacedPod({
+      namespace: ns,
+      body: new PodBuilder('gated').containers(PAUSE).gates('example.com/hold').obj(),
+    });
     await eventually(async () => {
       const p = await t.core.readNamespacedPod({ namespace: ns, name: 'gated' });
       return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'SchedulingGated');

@@ -3,15 +3,13 @@
 // registered and ungated, and runs; a managed Job runs; then the leases are deleted and the operator stops
 // every target, suspends and deletes the Job, deletes the Pods and releases — all as the operator's
 // service account.
-import {
-  AppsV1Api,
-  BatchV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type V1ObjectMeta,
-} from '@kubernetes/client-node';
+import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { deployPath } from '../../../scripts/install-manifest.ts';
 import { GROUP, LeaseState, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
+import { BerthLeaseBuilder } from '../../builders/berthlease.ts';
+import { JobBuilder } from '../../builders/job.ts';
+import { ReplicaSetBuilder } from '../../builders/replicaset.ts';
+import { StatefulSetBuilder } from '../../builders/statefulset.ts';
 import { apiOutcome } from '../../helpers/api.ts';
 import { kubectlOk } from './install.ts';
 import {
@@ -23,9 +21,8 @@ import {
   caReplacement,
   createNamespace,
   leaderElection,
+  MAIN_CONTAINER,
   nodeTaintGuard,
-  ownedBy,
-  podTemplate,
   type Scenario,
   type ScenarioContext,
   secureMetrics,
@@ -38,21 +35,8 @@ import {
 const LEASES = ['web', 'nightly-report', 'db', 'rs'];
 
 /** A BerthLease guarding an apps/v1 `kind/name` with scale 1 / scale 0. */
-const scaledLease = (name: string, kind: string) => ({
-  apiVersion: `${GROUP}/${VERSION}`,
-  kind: 'BerthLease',
-  metadata: { name },
-  spec: {
-    leaseName: name,
-    holderIdentity: 'cluster-a',
-    ttlSeconds: 30,
-    heartbeatIntervalSeconds: 10,
-    semantics: 'at-most-once',
-    target: { apiVersion: 'apps/v1', kind, name },
-    acquireAction: { scale: { replicas: 1 } },
-    releaseAction: { scale: { replicas: 0 } },
-  },
-});
+const scaledLease = (name: string, kind: 'StatefulSet' | 'ReplicaSet') =>
+  new BerthLeaseBuilder(name).holderIdentity('cluster-a').targets(kind, name).scales(1).obj();
 
 interface Targets {
   replicas: (number | undefined)[];
@@ -95,17 +79,22 @@ export const managedWorkloads: Scenario = {
       await custom.createNamespacedCustomObject({ ...ref('rs'), body: scaledLease('rs', 'ReplicaSet') });
       await apps.createNamespacedStatefulSet({
         namespace,
-        body: {
-          metadata: { name: 'db' },
-          spec: { replicas: 0, serviceName: 'db', selector: { matchLabels: db }, template: podTemplate(db) },
-        },
+        body: new StatefulSetBuilder('db')
+          .replicas(0)
+          .serviceName('db')
+          .templateLabels(db)
+          .containers(MAIN_CONTAINER)
+          .restartPolicy('Always')
+          .obj(),
       });
       await apps.createNamespacedReplicaSet({
         namespace,
-        body: {
-          metadata: { name: 'rs' },
-          spec: { replicas: 0, selector: { matchLabels: rs }, template: podTemplate(rs) },
-        },
+        body: new ReplicaSetBuilder('rs')
+          .replicas(0)
+          .templateLabels(rs)
+          .containers(MAIN_CONTAINER)
+          .restartPolicy('Always')
+          .obj(),
       });
       await waitFor(ctx, 'the leases held', async () => {
         const leases = await Promise.all(LEASES.map((n) => custom.getNamespacedCustomObject(ref(n))));
@@ -130,13 +119,11 @@ export const managedWorkloads: Scenario = {
       const report = { 'app.kubernetes.io/name': 'nightly-report' };
       await batch.createNamespacedJob({
         namespace,
-        body: {
-          metadata: {
-            name: 'nightly-report-1',
-            ownerReferences: ownedBy('CronJob', 'batch/v1', cron.metadata as V1ObjectMeta),
-          },
-          spec: { template: podTemplate(report, 'Never') },
-        },
+        body: new JobBuilder('nightly-report-1')
+          .ownedBy(cron)
+          .templateLabels(report)
+          .containers(MAIN_CONTAINER)
+          .obj(),
       });
       for (const name of LEASES) await custom.deleteNamespacedCustomObject(ref(name));
       await waitFor(

@@ -19,9 +19,7 @@ import {
   type KubeConfig,
   RbacAuthorizationV1Api,
   type V1ObjectMeta,
-  type V1OwnerReference,
   type V1Pod,
-  type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
 import {
   AGENT_NAMESPACE,
@@ -43,6 +41,9 @@ import {
 } from '../../../src/berth/api.ts';
 import { DEFAULT_TAINT_KEY } from '../../../src/nodetaint/config.ts';
 import { REARM_EVENT_REASON } from '../../../src/nodetaint/index.ts';
+import { JobBuilder } from '../../builders/job.ts';
+import { NodeBuilder } from '../../builders/node.ts';
+import { PodBuilder } from '../../builders/pod.ts';
 import { apiFailure, apiOutcome, mergePatch } from '../../helpers/api.ts';
 import type { ApiProxy } from '../../helpers/api-proxy.ts';
 import type { TestCluster } from '../../helpers/cluster.ts';
@@ -310,21 +311,20 @@ export const secureMetrics: Scenario = {
 export async function createGuardFixtures(t: TestCluster): Promise<void> {
   const core = t.kc.makeApiClient(CoreV1Api);
   await t.createNamespace(AGENT_NAMESPACE);
-  await core.createNode({ body: { metadata: { name: GUARD_NODE } } });
+  await core.createNode({ body: new NodeBuilder(GUARD_NODE).obj() });
+  const tolerations = ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].map((key) => ({
+    key,
+    operator: 'Exists',
+    effect: 'NoExecute',
+  }));
   await core.createNamespacedPod({
     namespace: AGENT_NAMESPACE,
-    body: {
-      metadata: { name: 'agent-guard-node', labels: { 'app.kubernetes.io/name': 'aether-agent' } },
-      spec: {
-        nodeName: GUARD_NODE,
-        containers: [{ name: 'agent', image: 'aether/agent:1' }],
-        tolerations: ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].map((key) => ({
-          key,
-          operator: 'Exists',
-          effect: 'NoExecute',
-        })),
-      },
-    },
+    body: new PodBuilder('agent-guard-node')
+      .labels({ 'app.kubernetes.io/name': 'aether-agent' })
+      .nodeName(GUARD_NODE)
+      .containers({ name: 'agent', image: 'aether/agent:1' })
+      .tolerations(...tolerations)
+      .obj(),
   });
   const since = new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
   await core.patchNamespacedPodStatus(
@@ -342,25 +342,8 @@ export async function createGuardFixtures(t: TestCluster): Promise<void> {
   );
 }
 
-export const ownedBy = (
-  kind: string,
-  apiVersion: string,
-  meta: V1ObjectMeta | undefined,
-): V1OwnerReference[] => [
-  {
-    apiVersion,
-    kind,
-    name: meta?.name ?? '',
-    uid: meta?.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  },
-];
-
-export const podTemplate = (labels: Record<string, string>, restartPolicy = 'Always'): V1PodTemplateSpec => ({
-  metadata: { labels },
-  spec: { restartPolicy, containers: [{ name: 'main', image: 'busybox:1.37' }] },
-});
+/** The container of the workloads the scenarios create. */
+export const MAIN_CONTAINER = { name: 'main', image: 'busybox:1.37' };
 
 export async function caBundles(ctx: ScenarioContext): Promise<string[]> {
   const api = ctx.t.kc.makeApiClient(AdmissionregistrationV1Api);
@@ -396,10 +379,9 @@ export async function admissionAnswers(ctx: ScenarioContext): Promise<void> {
     await core.createNamespacedPod({
       namespace: 'default',
       dryRun: 'All',
-      body: {
-        metadata: { generateName: 'admission-probe-' },
-        spec: { containers: [{ name: 'c', image: 'busybox:1.37' }] },
-      },
+      body: new PodBuilder({ generateName: 'admission-probe-' })
+        .containers({ name: 'c', image: 'busybox:1.37' })
+        .obj(),
     });
     return true;
   });
@@ -433,24 +415,23 @@ export async function admitWorkloads(ctx: ScenarioContext, namespace: string): P
   const pod = await core.createNamespacedPod({
     namespace,
     dryRun: 'All',
-    body: {
-      metadata: {
-        generateName: `${rs.metadata.name}-`,
-        labels: web,
-        ownerReferences: ownedBy('ReplicaSet', 'apps/v1', rs.metadata),
-      },
-      spec: podTemplate(web).spec!,
-    },
+    body: new PodBuilder({ generateName: `${rs.metadata.name}-` })
+      .labels(web)
+      .ownedBy({ ...rs, kind: 'ReplicaSet' })
+      .containers(MAIN_CONTAINER)
+      .restartPolicy('Always')
+      .obj(),
   });
   if (!isGated(pod)) throw new Error('the managed Pod was not born gated');
   const cron = await batch.readNamespacedCronJob({ name: 'nightly-report', namespace });
   const report = { 'app.kubernetes.io/name': 'nightly-report' };
   await batch.createNamespacedJob({
     namespace,
-    body: {
-      metadata: { name: 'nightly-report-1', ownerReferences: ownedBy('CronJob', 'batch/v1', cron.metadata) },
-      spec: { template: podTemplate(report, 'Never') },
-    },
+    body: new JobBuilder('nightly-report-1')
+      .ownedBy(cron)
+      .templateLabels(report)
+      .containers(MAIN_CONTAINER)
+      .obj(),
   });
   // The Job controller's Pod stays gated: without the lease nothing lifts the gate.
   const jobPod = await waitFor(ctx, "the Job's Pod", async () =>
@@ -477,16 +458,11 @@ export async function admitWorkloads(ctx: ScenarioContext, namespace: string): P
   const orphan = await apiFailure(
     core.createNamespacedPod({
       namespace,
-      body: {
-        metadata: {
-          name: 'db-0',
-          ownerReferences: ownedBy('StatefulSet', 'apps/v1', {
-            name: 'db',
-            uid: '3b7c4d8e-0000-4000-8000-000000000001',
-          }),
-        },
-        spec: podTemplate({}).spec!,
-      },
+      body: new PodBuilder('db-0')
+        .ownedBy({ kind: 'StatefulSet', name: 'db', uid: '3b7c4d8e-0000-4000-8000-000000000001' })
+        .containers(MAIN_CONTAINER)
+        .restartPolicy('Always')
+        .obj(),
     }),
   );
   if (!orphan.message.includes('resolve controller owner')) throw new Error(`orphan Pod: ${orphan.message}`);

@@ -14,6 +14,9 @@ import { type V1CronJob, type V1Lease, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_USER } from '../../../hack/controlplane/controlplane.ts';
 import { VALIDATE_WORKLOADS_PATH } from '../../../src/berth/api.ts';
+import { BerthLeaseBuilder } from '../../builders/berthlease.ts';
+import { CronJobBuilder } from '../../builders/cronjob.ts';
+import { PodBuilder } from '../../builders/pod.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type OperatorProcess, stopOperatorProcesses } from '../../helpers/operator-process.ts';
 import {
@@ -54,30 +57,14 @@ const owners: Record<string, V1CronJob> = {};
  * delete them, or release those its selector does not match).
  */
 async function createOwners(): Promise<void> {
-  await cluster.createLease('placeholder', {
-    leaseName: 'placeholder',
-    holderIdentity: 'nobody',
-    ttlSeconds: 30,
-    heartbeatIntervalSeconds: 10,
-    semantics: 'at-most-once',
-  });
+  await cluster.createLease(
+    'placeholder',
+    new BerthLeaseBuilder('placeholder').holderIdentity('nobody').spec(),
+  );
   for (const name of [OWNER, SLOW_OWNER]) {
     owners[name] = await cluster.batch.createNamespacedCronJob({
       namespace: NS,
-      body: {
-        metadata: { name },
-        spec: {
-          schedule: '0 0 1 1 *',
-          suspend: true,
-          jobTemplate: {
-            spec: {
-              template: {
-                spec: { restartPolicy: 'Never', containers: [{ name: 'app', image: 'app:1' }] },
-              },
-            },
-          },
-        },
-      },
+      body: new CronJobBuilder(name).schedule('0 0 1 1 *').suspend(true).containers(APP).obj(),
     });
   }
 }
@@ -90,13 +77,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const ownerRef = (owner: V1CronJob) => ({
-  apiVersion: 'batch/v1',
-  kind: 'CronJob',
-  name: owner.metadata?.name ?? '',
-  uid: owner.metadata?.uid ?? '',
-  controller: true,
-});
+const APP = { name: 'app', image: 'app:1' };
 
 interface Traffic {
   ok: number;
@@ -116,10 +97,7 @@ function startTraffic(prefix: string, workers = 3): Traffic {
       try {
         await cluster.core.createNamespacedPod({
           namespace: NS,
-          body: {
-            metadata: { name, labels: { app: OWNER }, ownerReferences: [ownerRef(owners[OWNER]!)] },
-            spec: { containers: [{ name: 'app', image: 'app:1' }] },
-          },
+          body: new PodBuilder(name).labels({ app: OWNER }).ownedBy(owners[OWNER]!).containers(APP).obj(),
         });
         traffic.ok++;
         await cluster.core.patchNamespacedPod({
@@ -192,12 +170,7 @@ interface Answer {
  */
 function postReview(port: number, caBundle: string, owner: V1CronJob, agent: Agent | false): Promise<Answer> {
   const uid = crypto.randomUUID();
-  const pod = {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: 'in-flight', namespace: NS, ownerReferences: [ownerRef(owner)] },
-    spec: { containers: [{ name: 'app', image: 'app:1' }] },
-  };
+  const pod = new PodBuilder('in-flight').namespace(NS).ownedBy(owner).containers(APP).json();
   const review = {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',

@@ -13,6 +13,8 @@ import {
   SCHEDULING_GATE,
   VERSION,
 } from '../../../src/berth/api.ts';
+import { BerthLeaseBuilder } from '../../builders/berthlease.ts';
+import { PodBuilder } from '../../builders/pod.ts';
 import { jsonPatch } from '../../helpers/api.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type Breach, InvariantMonitor } from '../../helpers/invariants.ts';
@@ -49,18 +51,7 @@ const ref = { group: GROUP, version: VERSION, plural: PLURAL, namespace: PLAIN_N
 async function lease(c: Plain, name: string, leaseName = name): Promise<{ uid: string }> {
   const created = (await c.custom.createNamespacedCustomObject({
     ...ref,
-    body: {
-      apiVersion: `${GROUP}/${VERSION}`,
-      kind: 'BerthLease',
-      metadata: { name },
-      spec: {
-        leaseName,
-        holderIdentity: 'h',
-        ttlSeconds: 30,
-        heartbeatIntervalSeconds: 10,
-        semantics: 'at-most-once',
-      },
-    },
+    body: new BerthLeaseBuilder(name).leaseName(leaseName).holderIdentity('h').obj(),
   })) as { metadata: { uid: string } };
   return { uid: created.metadata.uid };
 }
@@ -78,15 +69,10 @@ async function managedPod(
   leaseUid: string,
   o: { gated?: boolean; phase?: string } = {},
 ): Promise<V1Pod> {
+  const body = new PodBuilder(name).annotations({ [MANAGED_LEASE]: leaseName, [MANAGED_UID]: leaseUid });
   const pod = await c.core.createNamespacedPod({
     namespace: PLAIN_NS,
-    body: {
-      metadata: { name, annotations: { [MANAGED_LEASE]: leaseName, [MANAGED_UID]: leaseUid } },
-      spec: {
-        containers: [{ name: 'app', image: 'registry.example.com/app:1' }],
-        ...(o.gated ? { schedulingGates: [{ name: SCHEDULING_GATE }] } : { nodeName: PLAIN_NODE }),
-      },
-    },
+    body: (o.gated ? body.gates(SCHEDULING_GATE) : body.nodeName(PLAIN_NODE)).obj(),
   });
   if (o.phase === undefined) return pod;
   return c.core.replaceNamespacedPodStatus({

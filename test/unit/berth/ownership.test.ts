@@ -19,35 +19,17 @@ import {
   stopAfterAcquireError,
 } from '../../../src/berth/ownership.ts';
 import { formatTime } from '../../../src/berth/status.ts';
+import { BerthLeaseBuilder } from '../../builders/berthlease.ts';
 
 const T0 = Date.UTC(2026, 8, 7, 9, 0, 0);
 const S = 1000;
 
 function lease(status?: BerthLeaseStatus, extra: { deleting?: boolean; target?: boolean } = {}): BerthLease {
-  return {
-    apiVersion: 'berth.skaphos.io/v1alpha1',
-    kind: 'BerthLease',
-    metadata: {
-      name: 'l',
-      namespace: 'ns',
-      ...(extra.deleting ? { deletionTimestamp: formatTime(T0) } : {}),
-    },
-    spec: {
-      leaseName: 'shared',
-      holderIdentity: 'spec-holder',
-      ttlSeconds: 30,
-      heartbeatIntervalSeconds: 10,
-      semantics: 'at-most-once',
-      ...(extra.target
-        ? {
-            target: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' },
-            acquireAction: { scale: { replicas: 3 } },
-            releaseAction: { scale: { replicas: 0 } },
-          }
-        : {}),
-    },
-    ...(status === undefined ? {} : { status }),
-  };
+  const b = new BerthLeaseBuilder('l').namespace('ns').leaseName('shared').holderIdentity('spec-holder');
+  if (extra.deleting) b.deleting(formatTime(T0));
+  if (extra.target) b.targets('Deployment', 'web').scales(3);
+  if (status !== undefined) b.status(status);
+  return b.obj();
 }
 
 const active = (deadline: number, token = 7, holder = 'cluster-east'): BerthLeaseStatus => ({

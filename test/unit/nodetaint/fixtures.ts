@@ -1,13 +1,16 @@
 // Fixtures of aether's guard_test.go (agentNS "aether-system", node "node-a") and a fake cluster that
 // serves both the cache reads and the API writes of the reconciler, with merge-patch + resourceVersion
 // semantics and 409 injection (the Go tests' fake client with WithInterceptorFuncs).
-import type { V1Node, V1Pod, V1PodCondition, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1Taint } from '@kubernetes/client-node';
 import { KubeApiError } from '../../../src/kube/client.ts';
 import type { ReconcileContext } from '../../../src/kube/controller.ts';
+import { parseLabelSelector } from '../../../src/kube/labels.ts';
 import type { GuardTaint } from '../../../src/nodetaint/config.ts';
-import { parseLabelSelector } from '../../../src/nodetaint/selector.ts';
 import type { NodeApi, NodeTaintPatch } from '../../../src/nodetaint/taint.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
+import { NodeBuilder } from '../../builders/node.ts';
+import { wireTime } from '../../builders/object.ts';
+import { PodBuilder } from '../../builders/pod.ts';
 
 export const AGENT_NS = 'aether-system';
 export const NODE = 'node-a';
@@ -19,18 +22,15 @@ export const SCOPE = {
 };
 
 export function node(name: string, tainted: boolean, extraTaints: V1Taint[] = []): V1Node {
-  const taints = [...extraTaints, ...(tainted ? [{ ...TAINT }] : [])];
-  return {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name, uid: `uid-${name}`, resourceVersion: '1' },
-    spec: taints.length > 0 ? { taints } : {},
-  };
+  return new NodeBuilder(name)
+    .uid(`uid-${name}`)
+    .resourceVersion('1')
+    .taints(...extraTaints, ...(tainted ? [{ ...TAINT }] : []))
+    .obj();
 }
 
 /** Kubernetes timestamps as they arrive from the informer: RFC 3339 strings, whole seconds. */
-export const timestamp = (ms: number): Date =>
-  new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z') as unknown as Date;
+export const timestamp = (ms: number): Date => wireTime(ms);
 
 export interface PodOptions {
   /** Ready condition lastTransitionTime (ms); none by default, like the Go fixtures. */
@@ -43,21 +43,17 @@ export interface PodOptions {
 }
 
 export function agentPod(name: string, nodeName: string, ready: boolean, o: PodOptions = {}): V1Pod {
-  const cond: V1PodCondition = { type: 'Ready', status: ready ? 'True' : 'False' };
-  if (o.since !== undefined) cond.lastTransitionTime = timestamp(o.since);
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name,
-      namespace: o.namespace ?? AGENT_NS,
-      uid: `uid-${name}`,
-      labels: o.labels ?? { 'app.kubernetes.io/name': 'aether-agent' },
-      ...(o.terminating ? { deletionTimestamp: timestamp(0) } : {}),
-    },
-    spec: { nodeName, containers: [{ name: 'agent', image: 'aether/agent' }] },
-    status: { phase: 'Running', conditions: o.noCondition ? [] : [cond] },
-  };
+  const pod = new PodBuilder(name)
+    .namespace(o.namespace ?? AGENT_NS)
+    .uid(`uid-${name}`)
+    .labels(o.labels ?? { 'app.kubernetes.io/name': 'aether-agent' })
+    .nodeName(nodeName)
+    .containers({ name: 'agent', image: 'aether/agent' })
+    .phase('Running');
+  if (o.terminating) pod.deleting(0);
+  if (o.noCondition) pod.conditions();
+  else pod.ready(ready, o.since);
+  return pod.obj();
 }
 
 export function setReady(pod: V1Pod, ready: boolean, since?: number): void {

@@ -1,31 +1,74 @@
-// End to end: two control planes ("clusters" east and west, operators `cluster-east` / `cluster-west`, each a
-// Manager running the BerthLease controller leader-only, configured through the real flags) and one
-// embedded central lease server. The same BerthLease is applied to both. A sampler reads both statuses
-// continuously and checks that no two clusters ever claim the lease at once (a claim: `held` with the
-// recorded expiry still ahead; a stopped operator's last status stays `held` but its claim ends at its
-// expiry), and that in steady state exactly one does. Then: stop the holder's operator -> the other
-// holds within ttl + heartbeat; delete the lease on the holder -> released, the finalizer cleared, the
-// other acquires; a central outage keeps the holder `held` until its TTL and marks it unhealthy.
+// Two clusters (E2E_KUBECONFIG and E2E_KUBECONFIG_2, or two control planes of this file's own), each with
+// an operator running the BerthLease controller leader-only, configured through the real flags
+// (`cluster-east` / `cluster-west`), and one embedded central lease server. The same lease-only
+// BerthLease is applied to both. A sampler reads both statuses continuously and checks that no two clusters
+// ever claim the lease at once (a claim: `held` with the recorded expiry still ahead; a stopped operator's
+// last status stays `held` but its claim ends at its expiry), and that in steady state exactly one does.
+// Then: stop the holder's operator -> the other holds within ttl + heartbeat; delete the lease on the
+// holder -> released, the finalizer cleared, the other acquires; a central outage keeps the holder `held`
+// until its TTL and marks it unhealthy. (The managed-workload failover is two-clusters.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BerthLease } from '../../../src/berth/api.ts';
-import { berthFlags, leaseClientFor, parseBerthConfig } from '../../../src/berth/config.ts';
-import { BerthLeaseController } from '../../../src/berth/controller.ts';
-import { findCondition, parseTime } from '../../../src/berth/status.ts';
-import { parseFlags } from '../../../src/cli.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
-import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
-import { Manager } from '../../../src/kube/manager.ts';
-import { createLogger } from '../../../src/observability/logger.ts';
-import { createRegistry } from '../../../src/observability/metrics.ts';
-import { eventually } from '../../helpers/eventually.ts';
-import { type Central, Cluster, OPERATOR_NS, spec, startCentral } from './harness.ts';
+import type { BerthLease } from '../../src/berth/api.ts';
+import { berthFlags, leaseClientFor, parseBerthConfig } from '../../src/berth/config.ts';
+import { BerthLeaseController } from '../../src/berth/controller.ts';
+import { findCondition, parseTime } from '../../src/berth/status.ts';
+import { parseFlags } from '../../src/cli.ts';
+import { KubeTransport } from '../../src/kube/client.ts';
+import { EventRecorder, eventSinkFor } from '../../src/kube/events.ts';
+import { Manager } from '../../src/kube/manager.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { createRegistry } from '../../src/observability/metrics.ts';
+import { BerthLeaseBuilder } from '../builders/berthlease.ts';
+import { type Central, startCentral } from '../helpers/central.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
+import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
+import { createLease, readLease } from './workloads.ts';
 
+const skip = skipReason('the two-cluster lease scenario', ['kubeconfig', 'kubeconfig2']);
+
+const NS = `berth-e2e-${RUN_ID}-leases`;
+/** Lease-only: no BerthLease of this suite is refused for being in the operator namespace. */
+const OPERATOR_NS = `berth-e2e-${RUN_ID}-system`;
 const TTL_S = 3;
 const HEARTBEAT_S = 1;
 const TTL_MS = TTL_S * 1000;
 const HEARTBEAT_MS = HEARTBEAT_S * 1000;
 const LEASE = 'singleton';
-const leaseSpec = spec({ leaseName: LEASE, ttlSeconds: TTL_S, heartbeatIntervalSeconds: HEARTBEAT_S });
+const leaseSpec = new BerthLeaseBuilder(LEASE)
+  .holderIdentity('worker-east-1')
+  .ttlSeconds(TTL_S)
+  .heartbeatIntervalSeconds(HEARTBEAT_S)
+  .spec();
+
+/** One of the two clusters: its admin clients, and reads and writes of the suite's BerthLease. */
+class Cluster {
+  readonly name: string;
+  readonly e2e: E2eCluster;
+
+  constructor(e2e: E2eCluster) {
+    this.name = e2e.name;
+    this.e2e = e2e;
+  }
+
+  createLease(name: string, spec: typeof leaseSpec): Promise<BerthLease> {
+    return createLease(this.e2e, NS, name, spec);
+  }
+
+  lease(name: string): Promise<BerthLease | undefined> {
+    return readLease(this.e2e, NS, name);
+  }
+
+  async mustLease(name: string): Promise<BerthLease> {
+    const lease = await this.lease(name);
+    if (lease === undefined) throw new Error(`BerthLease ${name} not found in ${this.name}`);
+    return lease;
+  }
+
+  async deleteLease(name: string): Promise<void> {
+    await this.e2e.custom.deleteNamespacedCustomObject({ ...berthLeaseRef(NS), name });
+  }
+}
 
 interface RunningOperator {
   clusterId: string;
@@ -44,7 +87,7 @@ async function runOperator(
   ]);
   const config = parseBerthConfig(flags);
   const logger = createLogger({ level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' });
-  const kc = cluster.operatorKubeConfig();
+  const kc = cluster.e2e.kc;
   const transport = new KubeTransport(kc);
   const registry = createRegistry({ defaultMetrics: false });
   const leaseClient = leaseClientFor(config, logger);
@@ -158,6 +201,7 @@ class Sampler {
   }
 }
 
+let target: E2eTarget | undefined;
 let east: Cluster;
 let west: Cluster;
 let central: Central;
@@ -165,14 +209,27 @@ let sampler: Sampler | undefined;
 const operators = new Map<string, RunningOperator>();
 
 beforeAll(async () => {
-  [east, west] = await Promise.all([Cluster.start('east'), Cluster.start('west')]);
+  if (skip) return;
+  target = await e2eTarget(2);
+  const [eastConfig, westConfig] = target.kubeconfigs;
+  east = new Cluster(new E2eCluster('east', eastConfig!));
+  west = new Cluster(new E2eCluster('west', westConfig!));
+  for (const c of [east, west]) {
+    await c.e2e.installCrd();
+    await c.e2e.createNamespace(NS);
+    // Before the namespace goes: the operators, still running, release what is left.
+    c.e2e.onCleanup('BerthLeases', () => c.e2e.removeBerthLeases(NS));
+  }
   central = await startCentral();
 });
 afterAll(async () => {
   await sampler?.stop();
+  const failed: string[] = [];
+  for (const c of [east, west]) if (c) failed.push(...(await c.e2e.cleanup()));
   for (const op of operators.values()) await op.stop();
   await central?.stop();
-  await Promise.all([east?.stop(), west?.stop()]);
+  if (failed.length > 0) console.warn(`e2e cleanup left something behind:\n${failed.join('\n')}`);
+  await target?.stop();
 });
 
 const clusterOf = (name: string): Cluster => (name === 'east' ? east : west);
@@ -210,7 +267,7 @@ async function holder(since: number, timeoutMs: number): Promise<string> {
 
 const measured: Record<string, number> = {};
 
-describe('two clusters, one central lease server', () => {
+describe.skipIf(skip)('two clusters, one central lease server', () => {
   it('holds the same BerthLease in exactly one cluster at every instant, through failover, deletion and an outage', async () => {
     await start('east');
     await start('west');
@@ -263,7 +320,7 @@ describe('two clusters, one central lease server', () => {
     measured.handoverAfterDeleteMs = (await claimedBy(first, deletedAt, TTL_MS + HEARTBEAT_MS)) - deletedAt;
     // Released, not expired: no need to wait for the TTL.
     expect(measured.handoverAfterDeleteMs).toBeLessThan(TTL_MS);
-    const centralState = await central.server.store.get({ namespace: 'team-a', name: LEASE });
+    const centralState = await central.server.store.get({ namespace: NS, name: LEASE });
     expect(centralState?.holder).toBe(idOf(first));
 
     // 4. A central outage: the holder stays held until its TTL, marked unhealthy; then no longer claims.
@@ -290,7 +347,7 @@ describe('two clusters, one central lease server', () => {
     expect(unhealthy.status?.leaseState).toBe('held');
     expect(findCondition(unhealthy.status, 'Acquired')).toMatchObject({ status: 'True', reason: 'Held' });
     expect(findCondition(unhealthy.status, 'HeartbeatHealthy')?.message).toBe(
-      `acquire team-a/${LEASE}: server status 500: internal error`,
+      `acquire ${NS}/${LEASE}: server status 500: internal error`,
     );
     // Held (and claimed) until the recorded expiry; after it, no claim and the status says so.
     const expired = defined(
