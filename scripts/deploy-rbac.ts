@@ -4,13 +4,14 @@
 // so that the manifests and the code cannot disagree. Least privilege: a name is given (resourceNames)
 // wherever Kubernetes can check one; `create` and unnamed list/watch cannot be name-scoped.
 //
-// Four layers, matching the kustomize base and components:
+// Five layers, matching the kustomize base and components:
 //   base           every install: BerthLeases, WorkloadAdmission's reads, the registration of the webhook
 //                  configurations, leader election
 //   secureMetrics  `--metrics-secure` (on in every install, in the base too; a chart can leave it out):
 //                  the operator's reviews of each scrape, and the ClusterRole scrapers are bound to
 //   selfsigned     the CA Secret (the cert-manager install mounts cert-manager's Secret instead)
 //   nodeTaint      the node taint guard (opt-in)
+//   injection      helper injection (opt-in): the registration of its two webhook configurations
 // A rule that an earlier layer (or an earlier rule of the same layer) already grants in full is dropped and
 // listed, so no permission is granted twice and every remaining rule is needed (test/integration/deploy).
 import type {
@@ -23,10 +24,11 @@ import type {
 import { DEFAULT_CA_NAME } from '../certs/issue.ts';
 import { berthLeaseRbacObjects } from '../src/berth/rbac.ts';
 import { RUN_FLAGS } from '../src/config.ts';
+import { DEFAULT_INJECTION_CONFIGURATION_NAME } from '../src/injection/configurations.ts';
 import { METRICS_ACCESS } from '../src/kube/metrics-auth.ts';
 import { nodeTaintRbacObjects } from '../src/nodetaint/rbac.ts';
+import { KINDS } from '../src/workloads/model.ts';
 import { DEFAULT_CONFIGURATION_NAME } from '../webhooks/configurations.ts';
-import { OWNER_RESOURCES } from '../webhooks/workload.ts';
 
 export const OPERATOR_NAMESPACE = 'berth-system';
 export const SERVICE_ACCOUNT = 'berth-operator';
@@ -36,6 +38,8 @@ export const AGENT_NAMESPACE = 'aether-system';
 export const LEADER_ELECTION_ID = RUN_FLAGS['leader-election-id'].default;
 export const CA_SECRET_NAME = DEFAULT_CA_NAME;
 export const WEBHOOK_CONFIGURATION_NAME = DEFAULT_CONFIGURATION_NAME;
+/** The injection webhook configurations and the ClusterRole that owns them (the injection component). */
+export const INJECTION_CONFIGURATION_NAME = DEFAULT_INJECTION_CONFIGURATION_NAME;
 /** Bound to the operator: the reviews of each scrape. */
 export const METRICS_AUTH_ROLE = 'berth-operator-metrics-auth';
 /** For scrapers to bind (the install binds it to no one). */
@@ -78,11 +82,7 @@ const WEBHOOK_CONFIGURATIONS = ['mutatingwebhookconfigurations', 'validatingwebh
  */
 export function admissionReadRules(): V1PolicyRule[] {
   const byGroup = new Map<string, string[]>();
-  for (const r of Object.values(OWNER_RESOURCES)) {
-    if (r === undefined) continue;
-    byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), r.plural]);
-  }
-  byGroup.set('', [...(byGroup.get('') ?? []), 'pods']);
+  for (const r of Object.values(KINDS)) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), r.plural]);
   return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs: ['get'] }));
 }
 
@@ -222,6 +222,24 @@ export function nodeTaintGuardRbac(): RbacObject[] {
   });
 }
 
+/**
+ * The injection component (`--enable-injection-webhook`): the leader registers the injection webhook
+ * configurations exactly as WorkloadAdmission's (webhooks/registration.ts), owned by the ClusterRole of
+ * their name, so uninstalling the component removes them. Its handlers decide from the review alone and
+ * read nothing. What the base already grants (creating configurations, the Service's EndpointSlices, with
+ * workload admission on) is left out.
+ */
+export function injectionRbac(): RbacObject[] {
+  return [
+    ...role(
+      INJECTION_CONFIGURATION_NAME,
+      'injection',
+      webhookRegistrationRules(INJECTION_CONFIGURATION_NAME),
+    ),
+    ...role('berth-operator-injection-endpoints', 'injection', [webhookEndpointsRule()], OPERATOR_NAMESPACE),
+  ];
+}
+
 // ---- rule subsumption ----
 
 const isRole = (o: RbacObject): o is RoleObject => o.kind === 'ClusterRole' || o.kind === 'Role';
@@ -327,6 +345,7 @@ export interface RbacLayers {
   secureMetrics: { objects: RbacObject[]; dropped: DroppedRule[] };
   selfSigned: { objects: RbacObject[]; dropped: DroppedRule[] };
   nodeTaintGuard: { objects: RbacObject[]; dropped: DroppedRule[] };
+  injection: { objects: RbacObject[]; dropped: DroppedRule[] };
 }
 
 /** The layers, each reduced against what the layers it is always combined with grant. */
@@ -337,5 +356,6 @@ export function rbacLayers(options: RbacOptions = {}): RbacLayers {
     secureMetrics: withoutGrantedRules(secureMetricsRbac(), base.objects),
     selfSigned: withoutGrantedRules(selfSignedRbac(), base.objects),
     nodeTaintGuard: withoutGrantedRules(nodeTaintGuardRbac(), base.objects),
+    injection: withoutGrantedRules(injectionRbac(), base.objects),
   };
 }

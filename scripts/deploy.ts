@@ -78,6 +78,10 @@ export function generatedSources(): Map<string, string> {
       'kustomize/components/node-taint-guard/rbac.generated.yaml',
       rbacFile('src/nodetaint/rbac.ts', rbac.nodeTaintGuard),
     ],
+    [
+      'kustomize/components/injection/rbac.generated.yaml',
+      rbacFile('scripts/deploy-rbac.ts (the injection webhook configurations)', rbac.injection),
+    ],
     // The Helm chart's RBAC and CRD, from the same builders.
     ...chartSources(),
   ]);

@@ -26,6 +26,8 @@ export const CHART_DIR = 'helm/berth-operator';
 
 const COMPONENT = 'app.kubernetes.io/component';
 const WORKLOAD_MANAGEMENT = '.Values.workloadManagement.enabled';
+/** The webhook server runs (and needs its certificate) for workload admission or helper injection. */
+const WEBHOOKS = `(or ${WORKLOAD_MANAGEMENT} .Values.injection.enabled)`;
 
 /** Plain-scalar stand-ins for template expressions, swapped in after YAML serialisation. */
 const EXPRESSIONS = {
@@ -75,7 +77,9 @@ function partCondition(o: RbacObject): string | undefined {
     case 'leader-election':
       return '(or .Values.leaderElection.enabled .Values.rbac.leaderElection)';
     case 'webhook-certificates':
-      return `(and ${WORKLOAD_MANAGEMENT} (eq (include "berth-operator.certMode" .) "selfsigned"))`;
+      return `(and ${WEBHOOKS} (eq (include "berth-operator.certMode" .) "selfsigned"))`;
+    case 'injection':
+      return '.Values.injection.enabled';
     case 'node-taint-guard':
       return '.Values.nodeTaintGuard.enabled';
     case 'metrics':

@@ -1,6 +1,7 @@
 // Every subcommand: its flag specs (for --help and the generated README tables) and how it runs.
 import { centralCommand, runCentral } from './central/command.ts';
 import type { CommandSpec } from './cli.ts';
+import { helperCommand } from './helper/spec.ts';
 import { runCommand, runOperator } from './run.ts';
 
 export interface Command {
@@ -14,4 +15,5 @@ export const COMMANDS: readonly Command[] = [
   { spec: centralCommand, run: (flags) => runCentral(flags as never) },
 ];
 
-export const COMMAND_SPECS: readonly CommandSpec[] = COMMANDS.map((c) => c.spec);
+/** Every command's flags, `helper`'s included: main.ts runs it without loading this module. */
+export const COMMAND_SPECS: readonly CommandSpec[] = [...COMMANDS.map((c) => c.spec), helperCommand];

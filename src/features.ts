@@ -6,6 +6,7 @@ import { parseWebhookConfig, type WebhookConfig } from '../webhooks/flags.ts';
 import { type BerthConfig, parseBerthConfig } from './berth/config.ts';
 import type { FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
+import { type InjectionConfig, parseInjectionConfig } from './injection/flags.ts';
 import { type NodeTaintConfig, parseNodeTaintConfig } from './nodetaint/index.ts';
 
 /** The domain features' own configurations, parsed from the same flags. */
@@ -14,13 +15,19 @@ export interface FeatureConfigs {
   webhook: WebhookConfig;
   certs: CertConfig;
   nodeTaint: NodeTaintConfig;
+  injection: InjectionConfig;
 }
 
-type Features = Pick<FeatureConfigs, 'berth' | 'webhook' | 'certs'>;
+type Features = Pick<FeatureConfigs, 'berth' | 'webhook' | 'certs'> & {
+  injection?: Pick<InjectionConfig, 'enabled'>;
+};
 
 /** Why these features must not run together, or undefined. Pure: the flags are already valid one by one. */
-export function combinationProblem({ berth, webhook, certs }: Features): string | undefined {
+export function combinationProblem({ berth, webhook, certs, injection }: Features): string | undefined {
   const controller = berth.apiServer !== '';
+  const injecting = injection?.enabled === true;
+  if (injecting && !controller)
+    return '--berth-api-server (BERTH_API_SERVER) is required with --enable-injection-webhook: the injected helpers hold their leases at that central Berth lease API';
   if (webhook.enableWorkloadAdmission && !controller)
     return '--berth-api-server (BERTH_API_SERVER) is required with --enable-workload-admission: managed Pods are born gated and only the BerthLease controller ungates them; set it to the central Berth lease API URL';
   if (berth.useSpecHolderIdentity && berth.clusterId !== '')
@@ -29,7 +36,11 @@ export function combinationProblem({ berth, webhook, certs }: Features): string 
     return '--use-spec-holder-identity cannot be combined with --enable-workload-admission: managed workloads need a --cluster-id (BERTH_CLUSTER_ID) unique to this cluster';
   if (controller && berth.clusterId === '' && !berth.useSpecHolderIdentity)
     return '--cluster-id (BERTH_CLUSTER_ID) is required with --berth-api-server: set a holder identity unique to this cluster (clusters sharing one would all hold the same lease), or --use-spec-holder-identity for lease-only use';
-  if (webhook.enableWorkloadAdmission && !webhook.webhookRegistration && certs.certMode === 'selfsigned')
+  if (
+    (webhook.enableWorkloadAdmission || injecting) &&
+    !webhook.webhookRegistration &&
+    certs.certMode === 'selfsigned'
+  )
     return '--webhook-registration=false needs --cert-mode files: only the operator knows its self-signed CA, which the configurations must trust';
   return undefined;
 }
@@ -41,6 +52,7 @@ export function parseFeatureConfigs(flags: FlagValues, namespace: string): Featu
     webhook: parseWebhookConfig(flags),
     certs: parseCertConfig(flags),
     nodeTaint: parseNodeTaintConfig(flags, { operatorNamespace: namespace }),
+    injection: parseInjectionConfig(flags),
   };
   const problem = combinationProblem(features);
   if (problem !== undefined) throw new UsageError(problem);

@@ -1,24 +1,23 @@
 // Composition root of the berth-operator process: picks the subcommand, parses its flags, runs it.
+// `helper` runs in every opted-in Pod and must not load the Kubernetes client: it is dispatched before
+// the other commands are imported (docs/helper.md §1).
 import { helpText, parseFlags, programHelp, UsageError } from './cli.ts';
-import { COMMANDS } from './commands.ts';
+import { HELPER_COMMAND } from './helper/spec.ts';
 
 const PROGRAM = 'berth-operator';
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === HELPER_COMMAND) return (await import('./helper/command.ts')).runHelper(rest);
+  const { COMMANDS, COMMAND_SPECS } = await import('./commands.ts');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(
-      programHelp(
-        PROGRAM,
-        COMMANDS.map((c) => c.spec),
-      ),
-    );
+    process.stdout.write(programHelp(PROGRAM, [...COMMAND_SPECS]));
     return name === undefined ? 2 : 0;
   }
   const command = COMMANDS.find((c) => c.spec.name === name);
   if (!command) {
     process.stderr.write(
-      `${PROGRAM}: unknown command "${name}" (commands: ${COMMANDS.map((c) => c.spec.name).join(', ')})\n`,
+      `${PROGRAM}: unknown command "${name}" (commands: ${COMMAND_SPECS.map((c) => c.name).join(', ')})\n`,
     );
     return 2;
   }

@@ -20,7 +20,8 @@ export interface WebhookMetrics {
   inFlight: PlainGauge<'webhook'>;
   /** Handler errors turned into denials (controller-runtime counts recovered panics here). */
   panics: Counter<never>;
-  rejections: Counter<'reason'>;
+  /** `path`: the resource and subresource reviewed (`pods`, `pods/ephemeralcontainers`), '' if unknown. */
+  rejections: Counter<'reason' | 'path'>;
   certificateReloadErrors: Counter<never>;
 }
 
@@ -48,8 +49,8 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
     }),
     rejections: getOrCreateCounter(registry, {
       name: 'berth_webhook_admission_rejections_total',
-      help: 'Admission requests denied, by reason',
-      labelNames: ['reason'],
+      help: 'Admission requests denied, by reason and admission path (resource[/subresource])',
+      labelNames: ['reason', 'path'],
     }),
     certificateReloadErrors: getOrCreateCounter(registry, {
       name: 'berth_webhook_certificate_reload_errors_total',

@@ -27,7 +27,8 @@ describe('the Helm chart', () => {
   });
 
   it('grants a lease-only operator no admission, managed-workload or webhook rule, and the guard its Pod reads', () => {
-    const layers = rbacLayers({ workloadAdmission: false });
+    // Helper injection is a feature of its own (injection.enabled), with its own webhook configurations.
+    const { injection, ...layers } = rbacLayers({ workloadAdmission: false });
     const objects = Object.values(layers).flatMap((l) => l.objects);
     const rules = objects.flatMap((o) => ('rules' in o ? (o.rules ?? []) : []));
     for (const managed of managedWorkloadRules) expect(rules).not.toContainEqual(managed);
@@ -38,5 +39,12 @@ describe('the Helm chart', () => {
       (o) => 'rules' in o && (o.rules ?? []).some((r) => r.resources?.includes('pods')),
     );
     expect(podReads.map((o) => o.metadata?.namespace)).toEqual([AGENT_NAMESPACE]);
+    // Injection without workload admission registers its configurations with rights of its own.
+    const injectionRules = injection.objects.flatMap((o) => ('rules' in o ? (o.rules ?? []) : []));
+    expect(injectionRules).toContainEqual(
+      expect.objectContaining({ resources: ['endpointslices'], verbs: ['list', 'watch'] }),
+    );
+    expect(injectionRules.filter((r) => r.verbs?.includes('create'))).toHaveLength(1);
+    expect(injection.dropped).toEqual([]);
   });
 });

@@ -2,8 +2,8 @@
 // webhooks are cluster-wide), under a release name and namespace of its own so that every templated name
 // is exercised. The release's Deployment runs 0 replicas (KWOK would fake its Pods); the operator runs in
 // this process as the release's ServiceAccount, configured by the release's Deployment, with the webhook
-// Service routed here (./operator.ts). It becomes ready with no 403, its leader registers the webhooks,
-// and a managed Deployment runs; an upgrade to the webhook certificate of an existing Secret keeps the
+// Service routed here (./operator.ts). It becomes ready with no 403, its leader registers the webhooks
+// (WorkloadAdmission's and, with injection.enabled, helper injection's), and a managed Deployment runs; an upgrade to the webhook certificate of an existing Secret keeps the
 // webhooks' owner and swaps their caBundle; the uninstall leaves no cluster-scoped object behind but the
 // CRD, as the README says.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -33,6 +33,8 @@ const RELEASE = 'edge';
 const NAMESPACE = 'berth-helm';
 const FULLNAME = `${RELEASE}-berth-operator`;
 const CONFIGURATIONS = `${FULLNAME}-injection-workloads`;
+/** The helper-injection configurations (injection.enabled), owned by the ClusterRole of their name. */
+const INJECTION = `${FULLNAME}-injection`;
 const APPS = 'apps';
 
 let t: TestCluster;
@@ -69,17 +71,17 @@ async function operator(env: Record<string, string> = {}): Promise<RunningOperat
   });
 }
 
-const configurations = async () => {
+const configurations = async (name = CONFIGURATIONS) => {
   const api = t.kc.makeApiClient(AdmissionregistrationV1Api);
   const found = await Promise.all([
-    api.readMutatingWebhookConfiguration({ name: CONFIGURATIONS }).catch(() => undefined),
-    api.readValidatingWebhookConfiguration({ name: CONFIGURATIONS }).catch(() => undefined),
+    api.readMutatingWebhookConfiguration({ name }).catch(() => undefined),
+    api.readValidatingWebhookConfiguration({ name }).catch(() => undefined),
   ]);
   return found.filter((c) => c !== undefined);
 };
 
-const ownerUid = async (): Promise<string | undefined> =>
-  (await t.kc.makeApiClient(RbacAuthorizationV1Api).readClusterRole({ name: CONFIGURATIONS })).metadata?.uid;
+const ownerUid = async (name = CONFIGURATIONS): Promise<string | undefined> =>
+  (await t.kc.makeApiClient(RbacAuthorizationV1Api).readClusterRole({ name })).metadata?.uid;
 
 /** The sample's lease held here, its Deployment scaled up, and its Pod ungated and running. */
 async function managedDeploymentRuns(): Promise<void> {
@@ -146,7 +148,7 @@ afterAll(async () => {
 });
 
 describe('helm install, upgrade and uninstall', () => {
-  it('installs an operator that serves, registers its webhooks and runs a managed Deployment, with no 403', async () => {
+  it('installs an operator that serves, registers its webhooks (helper injection too) and runs a managed Deployment, with no 403', async () => {
     // The README's namespace: the operator's Pods run the restricted profile.
     await t.createNamespace(NAMESPACE, { 'pod-security.kubernetes.io/enforce': 'restricted' });
     const values = await helm.valuesArgs([
@@ -154,6 +156,7 @@ describe('helm install, upgrade and uninstall', () => {
         clusterID: 'cluster-a',
         berth: { apiServer: central.url },
         workloadManagement: { enabled: true },
+        injection: { enabled: true },
         replicaCount: 0,
       },
     ]);
@@ -167,11 +170,18 @@ describe('helm install, upgrade and uninstall', () => {
         'both webhook configurations registered',
         async () => (await configurations()).length === 2,
       );
-      const uid = await ownerUid();
-      for (const c of await configurations())
-        expect(c.metadata?.ownerReferences).toEqual([
-          expect.objectContaining({ kind: 'ClusterRole', name: CONFIGURATIONS, uid }),
-        ]);
+      await waitFor(
+        ctx,
+        'both injection configurations registered',
+        async () => (await configurations(INJECTION)).length === 2,
+      );
+      for (const name of [CONFIGURATIONS, INJECTION]) {
+        const uid = await ownerUid(name);
+        for (const c of await configurations(name))
+          expect(c.metadata?.ownerReferences).toEqual([
+            expect.objectContaining({ kind: 'ClusterRole', name, uid }),
+          ]);
+      }
       await admissionAnswers(ctx);
       await kubectlOk(t, ['apply', '-n', APPS, '-f', deployPath('samples/deployment/').pathname]);
       await managedDeploymentRuns();
@@ -240,8 +250,11 @@ describe('helm install, upgrade and uninstall', () => {
   it('uninstalls without a trace outside the namespace but the kept CRD, and admits workloads again', async () => {
     const out = await helm.ok(['uninstall', RELEASE, '-n', NAMESPACE, '--wait'], kubeconfig());
     expect(out).toContain('berthleases.berth.skaphos.io');
-    // The garbage collector follows the deleted ClusterRole.
-    await eventually(async () => (await configurations()).length === 0, { timeoutMs: 60_000 });
+    // The garbage collector follows the deleted ClusterRoles.
+    await eventually(
+      async () => (await configurations()).length + (await configurations(INJECTION)).length === 0,
+      { timeoutMs: 60_000 },
+    );
     const after = await clusterScoped();
     expect([...before].filter((o) => !after.has(o))).toEqual([]);
     expect([...after].filter((o) => !before.has(o)).sort()).toEqual([

@@ -104,6 +104,7 @@ describe('helm lint', () => {
     ["deploy/install.yaml's values", [INSTALL]],
     ['an existing Secret', [fixture('existing-secret-values.yaml')]],
     ["a Go chart's values", [fixture('go-chart-values.yaml')]],
+    ["a Go chart's injection values", [fixture('go-chart-injection-values.yaml')]],
   ])('passes --strict with %s', async (_what, values) => {
     const r = await helm.run(['lint', '--strict', CHART, ...(await helm.valuesArgs(values))]);
     expect(r.stderr + r.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
@@ -117,6 +118,7 @@ describe('helm template', () => {
     ['cert-manager', [INSTALL, { webhookCertificates: { mode: 'cert-manager' } }]],
     ['existing-secret', [fixture('existing-secret-values.yaml')]],
     ['go-chart', [fixture('go-chart-values.yaml')]],
+    ['injection', [fixture('go-chart-injection-values.yaml')]],
   ])('renders %s as its golden file', async (name, values) => {
     const r = await helm.template({ values });
     expect(r.stderr).toBe('');
@@ -133,6 +135,13 @@ describe('the chart and the kustomize installs', () => {
     const chart = await helm.render({ values });
     expect(byId(chart)).toEqual(byId(install));
     expect(containerEnvironment(chart)).toEqual(containerEnvironment(install));
+  });
+
+  it('renders the injection overlay with injection.enabled', async () => {
+    const overlay = configured((await renderOverlay('kustomize/overlays/injection')).objects);
+    const chart = await helm.render({ values: [INSTALL, { injection: { enabled: true } }] });
+    expect(byId(chart)).toEqual(byId(overlay));
+    expect(containerEnvironment(chart)).toEqual(containerEnvironment(overlay));
   });
 
   it('renders the node-taint-guard overlay with nodeTaintGuard.enabled', async () => {
@@ -258,6 +267,51 @@ describe('the values, as the operator reads them', () => {
     ).toEqual([]);
   });
 
+  it("maps a Go chart's injection values onto the injection flags, the helpers running the operator's image", async () => {
+    const objects = await helm.render({
+      release: 'east',
+      namespace: 'berth',
+      values: [fixture('go-chart-injection-values.yaml')],
+    });
+    const { features } = operatorConfig(objects);
+    expect(features.webhook.enableWorkloadAdmission).toBe(false);
+    expect(features.injection).toEqual({
+      enabled: true,
+      helperImage: 'registry.example.com/berth-operator:0.1.0',
+      imagePullPolicy: 'Always',
+      controlPlaneNamespaces: ['berth-system', 'platform'],
+      apiKeyFile: '/var/run/berth/token',
+      apiKeySecret: 'berth-helper-token',
+      apiKeySecretKey: 'token',
+      caBundleFile: '/etc/berth-ca/ca.crt',
+      caBundleConfigMap: 'berth-ca-bundle',
+      caBundleKey: 'ca.crt',
+      stateDir: '/berth',
+      defaultMode: 'startup-gate',
+      defaultEnforce: 'signal',
+      defaultTtlSeconds: 45,
+      probePort: 9394,
+      configurationName: 'east-berth-operator-injection',
+      failurePolicy: 'Ignore',
+    });
+    // Injection alone serves webhooks: the Service, the port and the self-signed CA's Secret rights.
+    expect(features.certs).toMatchObject({
+      certMode: 'selfsigned',
+      webhookServiceName: 'east-berth-operator-webhook',
+    });
+    expect(find(objects, 'Service', 'east-berth-operator-webhook')).toBeDefined();
+    expect(find(objects, 'Role', 'east-berth-operator-webhook-ca')).toBeDefined();
+    // The owner of the injection configurations, with the registration rights a lease-only base lacks.
+    const owner = find<{ rules: { verbs?: string[]; resources?: string[] }[] }>(
+      objects,
+      'ClusterRole',
+      'east-berth-operator-injection',
+    );
+    expect(owner.rules.flatMap((r) => r.verbs ?? [])).toContain('create');
+    expect(find(objects, 'Role', 'east-berth-operator-injection-endpoints')).toBeDefined();
+    expect(objects.map((o) => o.metadata.name)).not.toContain('east-berth-operator-injection-workloads');
+  });
+
   it('runs the node taint guard with its RBAC, reading agent Pods in the agent namespace only', async () => {
     const objects = await helm.render({
       values: [REQUIRED, { nodeTaintGuard: { enabled: true, agentNamespace: 'mesh', grace: '45s' } }],
@@ -274,10 +328,37 @@ describe('what the chart refuses, naming the value', () => {
     ['no berth.apiServer', [{ clusterID: 'a' }], /berth\.apiServer is required/],
     ['no clusterID', [{ berth: { apiServer: 'https://b' } }], /clusterID is required/],
     [
-      'helper injection',
-      [REQUIRED, { injection: { enabled: true } }],
-      /injection\.enabled=true: helper injection .* not implemented/,
+      "the Go helper's image",
+      [REQUIRED, { injection: { enabled: true, helper: { repository: 'ghcr.io/skaphos/berth-acquire' } } }],
+      /injection\.helper\.repository=ghcr\.io\/skaphos\/berth-acquire is the Go helper's image/,
     ],
+    [
+      'another injection webhook timeout',
+      [REQUIRED, { injection: { enabled: true, webhook: { timeoutSeconds: 5 } } }],
+      /injection\.webhook\.timeoutSeconds=5 is not supported/,
+    ],
+    [
+      'another injection object selector',
+      [
+        REQUIRED,
+        { injection: { enabled: true, webhook: { objectSelector: { matchLabels: { team: 'a' } } } } },
+      ],
+      /injection\.webhook\.objectSelector is not supported/,
+    ],
+    [
+      'an injection namespace selector',
+      [
+        REQUIRED,
+        { injection: { enabled: true, webhook: { namespaceSelector: { matchLabels: { team: 'a' } } } } },
+      ],
+      /injection\.webhook\.namespaceSelector is not supported/,
+    ],
+    [
+      "the helpers' token file without its Secret",
+      [REQUIRED, { injection: { enabled: true, helper: { apiKeyFile: '/var/run/berth/token' } } }],
+      /injection\.helper\.apiKeyFile and injection\.helper\.apiKeySecret\.name must be set together/,
+    ],
+    ['an unknown injection default', [REQUIRED, { injection: { defaults: { mode: 'always' } } }], /mode/],
     [
       'the Go image',
       [REQUIRED, { image: { repository: 'ghcr.io/skaphos/berth-operator' } }],

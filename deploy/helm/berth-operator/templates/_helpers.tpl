@@ -55,6 +55,17 @@ app.kubernetes.io/name: {{ include "berth-operator.name" . }}
 {{- printf "%s-injection-workloads" (include "berth-operator.fullname" .) -}}
 {{- end -}}
 
+{{- /* The injection webhook configurations and the ClusterRole that owns them (the Go chart's name). */ -}}
+{{- define "berth-operator.injectionConfigurationName" -}}
+{{- printf "%s-injection" (include "berth-operator.fullname" .) -}}
+{{- end -}}
+
+{{- /* The helpers run the operator's image unless injection.helper names another. */ -}}
+{{- define "berth-operator.helperImage" -}}
+{{- $h := .Values.injection.helper -}}
+{{- printf "%s:%s" ($h.repository | default .Values.image.repository) ($h.tag | default .Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
 {{- define "berth-operator.caSecretName" -}}
 {{- printf "%s-webhook-ca" (include "berth-operator.fullname" .) -}}
 {{- end -}}

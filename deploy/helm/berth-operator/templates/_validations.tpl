@@ -34,8 +34,24 @@
 {{- end -}}
 {{- end -}}
 
-{{- if $v.injection.enabled -}}
-{{- fail "injection.enabled=true: helper injection (the berth-acquire init container and sidecar) is not implemented by this operator yet; guard workloads with a BerthLease and workloadManagement.enabled=true instead" -}}
+{{- with $v.injection -}}
+{{- if hasPrefix "ghcr.io/skaphos/berth-acquire" .helper.repository -}}
+{{- fail (printf "injection.helper.repository=%s is the Go helper's image, which cannot run this operator's helpers (`berth-operator helper ...`); leave it empty for image.repository" .helper.repository) -}}
+{{- end -}}
+{{- if ne (int .webhook.timeoutSeconds) 10 -}}
+{{- fail (printf "injection.webhook.timeoutSeconds=%v is not supported: the operator registers the injection webhooks with 10" .webhook.timeoutSeconds) -}}
+{{- end -}}
+{{- if not (deepEqual .webhook.objectSelector (dict "matchLabels" (dict "berth.skaphos.io/inject" "acquire"))) -}}
+{{- fail "injection.webhook.objectSelector is not supported other than matchLabels berth.skaphos.io/inject: acquire: the operator registers the injection webhooks for exactly the opt-in label" -}}
+{{- end -}}
+{{- if .webhook.namespaceSelector -}}
+{{- fail "injection.webhook.namespaceSelector is not supported: the operator registers the injection webhooks for every namespace but injection.controlPlaneNamespaces (and the release namespace)" -}}
+{{- end -}}
+{{- range $pair := list (list "apiKeyFile" .helper.apiKeyFile "apiKeySecret.name" .helper.apiKeySecret.name) (list "caBundleFile" .helper.caBundleFile "caBundleConfigMap.name" .helper.caBundleConfigMap.name) -}}
+{{- if ne (empty (index $pair 1)) (empty (index $pair 3)) -}}
+{{- fail (printf "injection.helper.%s and injection.helper.%s must be set together: the webhook mounts the source at the file's directory" (index $pair 0) (index $pair 2)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{- range $key := list "berthLeaseVerbs" "targetVerbs" -}}
@@ -55,7 +71,7 @@
 {{- fail (printf "healthProbe.bindAddress=%q disables /healthz and /readyz, which the Deployment's probes need" (toString $v.healthProbe.bindAddress)) -}}
 {{- end -}}
 
-{{- if $v.workloadManagement.enabled -}}
+{{- if or $v.workloadManagement.enabled $v.injection.enabled -}}
 {{- $tls := $v.injection.webhook.tls -}}
 {{- $mode := $v.webhookCertificates.mode -}}
 {{- if and $tls.certManager.enabled $tls.existingSecret -}}

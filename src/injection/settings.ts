@@ -1,0 +1,63 @@
+// What the injection webhooks apply to every opted-in Pod: the operator's injection flags, the central
+// API settings handed to the helpers (from the BerthLease flags), and the namespaces never injected.
+import type { InjectionConfig, PullPolicy } from './flags.ts';
+import type { InjectionDefaults } from './resolve.ts';
+
+export interface InjectorSettings extends InjectionDefaults {
+  helperImage: string;
+  imagePullPolicy: PullPolicy;
+  /** Never injected nor validated: `--injection-control-plane-namespaces` plus the operator namespace. */
+  controlPlaneNamespaces: readonly string[];
+  stateDir: string;
+  probePort: number;
+  apiKeyFile: string;
+  apiKeySecret: string;
+  apiKeySecretKey: string;
+  caBundleFile: string;
+  caBundleConfigMap: string;
+  caBundleKey: string;
+  /** Central lease API, as the operator reaches it (`--berth-api-server`, `--cluster-id`, ...). */
+  apiServer: string;
+  clusterId: string;
+  serverName: string;
+  insecureSkipTlsVerify: boolean;
+}
+
+export interface CentralApiSettings {
+  apiServer: string;
+  clusterId: string;
+  serverName: string;
+  insecureSkipTlsVerify: boolean;
+}
+
+export function injectorSettings(
+  config: InjectionConfig,
+  central: CentralApiSettings,
+  operatorNamespace: string,
+): InjectorSettings {
+  return {
+    defaultMode: config.defaultMode,
+    defaultEnforce: config.defaultEnforce,
+    defaultTtlSeconds: config.defaultTtlSeconds,
+    helperImage: config.helperImage,
+    imagePullPolicy: config.imagePullPolicy,
+    controlPlaneNamespaces: controlPlaneNamespaces(config, operatorNamespace),
+    stateDir: config.stateDir,
+    probePort: config.probePort,
+    apiKeyFile: config.apiKeyFile,
+    apiKeySecret: config.apiKeySecret,
+    apiKeySecretKey: config.apiKeySecretKey,
+    caBundleFile: config.caBundleFile,
+    caBundleConfigMap: config.caBundleConfigMap,
+    caBundleKey: config.caBundleKey,
+    apiServer: central.apiServer,
+    clusterId: central.clusterId,
+    serverName: central.serverName,
+    insecureSkipTlsVerify: central.insecureSkipTlsVerify,
+  };
+}
+
+/** The operator's own namespace first (the Go chart prepends the release namespace), without repeats. */
+export function controlPlaneNamespaces(config: InjectionConfig, operatorNamespace: string): string[] {
+  return [...new Set([operatorNamespace, ...config.controlPlaneNamespaces].filter((ns) => ns !== ''))];
+}
