@@ -92,7 +92,11 @@ export function namespaceSelector(namespace: string): V1LabelSelector {
   };
 }
 
-function common(p: WebhookConfigurationParams, path: string) {
+/** How the API server reaches a webhook of this operator: its Service, at `path`, with v1 reviews. */
+export function serviceClient(
+  p: { namespace: string; serviceName?: string; servicePort?: number; caBundle?: string },
+  path: string,
+) {
   return {
     admissionReviewVersions: ['v1'],
     clientConfig: {
@@ -104,6 +108,12 @@ function common(p: WebhookConfigurationParams, path: string) {
       },
       ...(p.caBundle ? { caBundle: p.caBundle } : {}),
     },
+  };
+}
+
+function common(p: WebhookConfigurationParams, path: string) {
+  return {
+    ...serviceClient(p, path),
     failurePolicy: 'Fail',
     matchPolicy: 'Equivalent',
     // No objectSelector: workloads cannot opt out with labels.
@@ -112,17 +122,27 @@ function common(p: WebhookConfigurationParams, path: string) {
   };
 }
 
-function metadata(p: WebhookConfigurationParams) {
+/** The metadata of a webhook configuration of this operator: its name, its component, the caller's extras. */
+export function configurationMetadata(
+  name: string,
+  component: string,
+  extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+) {
   return {
-    name: p.name ?? DEFAULT_CONFIGURATION_NAME,
+    name,
     labels: {
       'app.kubernetes.io/name': 'berth-operator',
-      'app.kubernetes.io/component': 'workload-admission',
-      ...p.labels,
+      'app.kubernetes.io/component': component,
+      ...extra.labels,
     },
-    ...(p.annotations && Object.keys(p.annotations).length > 0 ? { annotations: { ...p.annotations } } : {}),
+    ...(extra.annotations && Object.keys(extra.annotations).length > 0
+      ? { annotations: { ...extra.annotations } }
+      : {}),
   };
 }
+
+const metadata = (p: WebhookConfigurationParams) =>
+  configurationMetadata(p.name ?? DEFAULT_CONFIGURATION_NAME, 'workload-admission', p);
 
 export function mutatingWebhookConfiguration(p: WebhookConfigurationParams): V1MutatingWebhookConfiguration {
   const webhook: V1MutatingWebhook = {

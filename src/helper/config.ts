@@ -183,16 +183,19 @@ export function withFlags(base: RawHelperConfig, flags: FlagValues): RawHelperCo
  * and UID (a new Pod never inherits an old one's lease); startup-gate stays workload-level and names the
  * Pod only when the workload is unknown.
  */
-export function holderOf(c: {
-  mode: string;
-  holderIdentity: string;
-  clusterId: string;
-  podNamespace: string;
-  podName: string;
-  podUid: string;
-  workloadKind: string;
-  workloadName: string;
-}): string {
+export function holderOf(
+  c: Pick<
+    RawHelperConfig,
+    | 'mode'
+    | 'holderIdentity'
+    | 'clusterId'
+    | 'podNamespace'
+    | 'podName'
+    | 'podUid'
+    | 'workloadKind'
+    | 'workloadName'
+  >,
+): string {
   if (c.holderIdentity !== '') return c.holderIdentity;
   const parts = [c.clusterId, c.podNamespace, c.workloadKind, c.workloadName].filter((s) => s !== '');
   if (c.mode === 'startup-gate') {

@@ -9,9 +9,9 @@ import type {
   V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import {
-  DEFAULT_SERVICE_NAME,
-  DEFAULT_SERVICE_PORT,
+  configurationMetadata,
   NAMESPACE_NAME_LABEL,
+  serviceClient,
   WEBHOOK_TIMEOUT_SECONDS,
 } from '../../webhooks/configurations.ts';
 import { INJECT_LABEL, INJECT_VALUE } from './contract.ts';
@@ -55,15 +55,7 @@ const RULES: V1RuleWithOperations[] = [
 
 function common(p: InjectionConfigurationParams, path: string) {
   return {
-    admissionReviewVersions: ['v1'],
-    clientConfig: {
-      service: {
-        namespace: p.namespace,
-        name: p.serviceName ?? DEFAULT_SERVICE_NAME,
-        port: DEFAULT_SERVICE_PORT,
-        path,
-      },
-    },
+    ...serviceClient(p, path),
     failurePolicy: p.failurePolicy ?? 'Fail',
     matchPolicy: 'Equivalent',
     namespaceSelector: {
@@ -82,16 +74,8 @@ function common(p: InjectionConfigurationParams, path: string) {
   };
 }
 
-function metadata(p: InjectionConfigurationParams) {
-  return {
-    name: p.name ?? DEFAULT_INJECTION_CONFIGURATION_NAME,
-    labels: {
-      'app.kubernetes.io/name': 'berth-operator',
-      'app.kubernetes.io/component': 'injection',
-      ...p.labels,
-    },
-  };
-}
+const metadata = (p: InjectionConfigurationParams) =>
+  configurationMetadata(p.name ?? DEFAULT_INJECTION_CONFIGURATION_NAME, 'injection', p);
 
 export function injectionMutatingConfiguration(
   p: InjectionConfigurationParams,

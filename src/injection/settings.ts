@@ -1,33 +1,34 @@
 // What the injection webhooks apply to every opted-in Pod: the operator's injection flags, the central
 // API settings handed to the helpers (from the BerthLease flags), and the namespaces never injected.
-import type { InjectionConfig, PullPolicy } from './flags.ts';
+import type { InjectionConfig } from './flags.ts';
 import type { InjectionDefaults } from './resolve.ts';
 
-export interface InjectorSettings extends InjectionDefaults {
-  helperImage: string;
-  imagePullPolicy: PullPolicy;
-  /** Never injected nor validated: `--injection-control-plane-namespaces` plus the operator namespace. */
-  controlPlaneNamespaces: readonly string[];
-  stateDir: string;
-  probePort: number;
-  apiKeyFile: string;
-  apiKeySecret: string;
-  apiKeySecretKey: string;
-  caBundleFile: string;
-  caBundleConfigMap: string;
-  caBundleKey: string;
-  /** Central lease API, as the operator reaches it (`--berth-api-server`, `--cluster-id`, ...). */
+/** The central lease API as the operator reaches it (`--berth-api-server`, `--cluster-id`, ...). */
+export interface CentralApiSettings {
   apiServer: string;
   clusterId: string;
   serverName: string;
   insecureSkipTlsVerify: boolean;
 }
 
-export interface CentralApiSettings {
-  apiServer: string;
-  clusterId: string;
-  serverName: string;
-  insecureSkipTlsVerify: boolean;
+/** The injection flags the webhooks apply as they are. */
+type HelperFlagSettings = Pick<
+  InjectionConfig,
+  | 'helperImage'
+  | 'imagePullPolicy'
+  | 'stateDir'
+  | 'probePort'
+  | 'apiKeyFile'
+  | 'apiKeySecret'
+  | 'apiKeySecretKey'
+  | 'caBundleFile'
+  | 'caBundleConfigMap'
+  | 'caBundleKey'
+>;
+
+export interface InjectorSettings extends InjectionDefaults, HelperFlagSettings, CentralApiSettings {
+  /** Never injected nor validated: `--injection-control-plane-namespaces` plus the operator namespace. */
+  controlPlaneNamespaces: readonly string[];
 }
 
 export function injectorSettings(
