@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
+import { KubeTransport } from '../../src/kube/client.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { AdmissionServer, KEEP_ALIVE_TIMEOUT_MS, MAX_BODY_BYTES } from '../../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../../webhooks/workload-admission.ts';
@@ -51,13 +52,17 @@ if (mode === 'floor') {
   const kc = new KubeConfig();
   kc.loadFromFile(process.env.BENCH_KUBECONFIG ?? '');
   const registry = new Registry();
-  const admission = kubeWorkloadAdmission({ kc, operatorUser: OPERATOR_USER, registry });
+  const handlers = kubeWorkloadAdmission({
+    transport: new KubeTransport(kc),
+    operatorUser: OPERATOR_USER,
+    registry,
+  });
   const logger = createLogger({ level: 'info', destination: pino.destination('/dev/null') });
   const server = new AdmissionServer({
     port: 0,
     host: '127.0.0.1',
     certificates: new SwappableCertificates({ cert, key }),
-    handlers: admission.handlers,
+    handlers,
     registry,
     logger,
   });

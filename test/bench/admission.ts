@@ -517,16 +517,16 @@ export async function benchAdmission(
             .join(' ');
       }
     }
+    // Context for the real-cluster figures (pod-admission.ts): the bare server's own cost, judged on our
+    // server process against the floor's, measured side by side.
     const maxC = Math.max(...opts.connections);
     const minC = Math.min(...opts.connections);
     const ratio = out[`a_no_read_c${maxC}_throughput_ratio`] as number;
     const p99 = out[`a_no_read_c${minC}_p99_ms`] as number;
     out[`target_a_throughput_ratio_c${maxC}_at_least_0_8`] = ratio >= 0.8 ? 'met' : 'missed';
     out[`target_a_p99_c${minC}_at_most_1_3_ms`] = p99 <= 1.3 ? 'met' : 'missed';
-    // Judged at one connection, where the window is clean: with more connections, reviews wrk cuts off
-    // mid-read blur the count at the window edges (the figures at every count are reported above).
-    const bReads = out[`b_unmanaged_c${minC}_api_reads_per_review`] as number;
-    out[`target_b_exactly_1_api_read_per_review_c${minC}`] = bReads === 1 ? 'met' : 'missed';
+    // The reads per review are reported above, not judged here: their goal is stated for Pods at the real
+    // API server (pod-admission.ts), where the reviews of a Pod CREATE are counted by the operator itself.
   } finally {
     for (const c of cleanup) await c().catch(() => undefined);
   }

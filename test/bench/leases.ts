@@ -7,7 +7,6 @@
 // the central server and this client) for comparison. The operator reaches the API server through
 // OperatorCluster's ApiProxy, which counts its requests (no-op rules matching its user) and adds a hop in
 // this process to each of them: the timings are a real API server's, plus that hop.
-import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:https';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -22,6 +21,7 @@ import { shippedEnv } from '../helpers/image.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
 import { NS, OPERATOR_USER, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
 import { stopAtExit } from './controlplane.ts';
+import { usage } from './proc.ts';
 
 type Figures = Record<string, number | string | boolean>;
 
@@ -46,15 +46,6 @@ export interface LeasesBenchOptions {
 const PATH = `/apis/berth.skaphos.io/v1alpha1/namespaces/${NS}/berthleases`;
 const mib = (bytes: number): number => bytes / 1024 / 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** CPU seconds (utime + stime) and RSS of a process, from /proc. */
-async function usage(pid: number): Promise<{ cpuSeconds: number; rssMib: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const rssKib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
-  return { cpuSeconds: (Number(fields[11]) + Number(fields[12])) / 100, rssMib: rssKib / 1024 };
-}
 
 function call(
   agent: Agent,

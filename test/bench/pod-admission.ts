@@ -1,0 +1,412 @@
+// Pod admission benchmark: what our webhooks cost the cluster, measured where users feel it. Pod CREATE
+// round trips at a real kube-apiserver (client side, POST pods as the admin over keep-alive HTTPS),
+// open-loop at fixed rates (open-loop.ts), with our two webhooks registered (the operator, compiled as the
+// image ships it, in its own process, serving them) and with none registered, on a control plane with
+// KWOK Nodes (OperatorCluster). Classes, each a Pod owned by the live ReplicaSet of a Deployment (the
+// Deployment controller made it; the bench POSTs Pods naming it, as the ReplicaSet controller would):
+//   no_lease      the Deployment's namespace holds no BerthLease
+//   beside_lease  the namespace holds a BerthLease, for another Deployment
+//   managed       the BerthLease targets this Deployment: the Pod is stamped and born gated
+// The managed lease is held by another cluster at the central server (a quiet standby: the operator writes
+// nothing and lifts no gate), so the operator's work during a window is admission and nothing else. Every
+// Deployment has 0 replicas: the ReplicaSet controller deletes the POSTed Pods as surplus, and the bench
+// deletes what is left after each window. Unmanaged Pods are scheduled onto the KWOK Nodes: the
+// scheduler's bindings (pods/binding CREATE) go through the validating webhook too, and are counted in
+// its reviews.
+// Baseline in the same run: the same POSTs with no webhook registered (the operator stopped, the
+// configurations deleted). Modes alternate per class, so a class's two figures are minutes apart at most.
+// API reads per review come from the operator's own counters (berth_webhook_api_reads_total over
+// controller_runtime_webhook_requests_total, per webhook); the operator reaches the API server directly,
+// as its ServiceAccount, so no proxy hop is added to its reads. BERTH_BENCH_OPERATOR_NODE_OPTIONS is appended
+// to the operator's NODE_OPTIONS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: a profile per operator start,
+// written when it is stopped between modes).
+import { Agent, request } from 'node:https';
+import { join } from 'node:path';
+import { build } from '../../scripts/build.ts';
+import { MUTATE_WORKLOADS_PATH, SCHEDULING_GATE, VALIDATE_WORKLOADS_PATH } from '../../src/berth/api.ts';
+import { startCentralServer } from '../../src/central/server.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { shippedEnv } from '../helpers/image.ts';
+import type { OperatorProcess } from '../helpers/operator-process.ts';
+import { appDeployment, deploymentLease } from '../integration/managed/harness.ts';
+import {
+  CONFIGURATION_NAME,
+  NS,
+  OPERATOR_NS,
+  OperatorCluster,
+  SERVICE_ACCOUNT,
+} from '../integration/reliability/operator-cluster.ts';
+import { stopAtExit } from './controlplane.ts';
+import { type OpenLoopResult, openLoop, percentile } from './open-loop.ts';
+import { metricSum, scrapeMetrics, usage } from './proc.ts';
+
+type Figures = Record<string, number | string | boolean>;
+
+export interface PodAdmissionBenchOptions {
+  /** Pods per second. */
+  rates: number[];
+  /** Measured seconds at each rate (same order). */
+  seconds: number[];
+  warmupSeconds: number;
+}
+
+export const CLASSES = ['no_lease', 'beside_lease', 'managed'] as const;
+type PodClass = (typeof CLASSES)[number];
+type Mode = 'webhooks' | 'none';
+
+const PLAIN_NS = 'bench-plain';
+const LEASE = 'managed';
+const OTHER_CLUSTER = 'bench-other-cluster';
+const BENCH_LABEL = 'berth-bench';
+/** The rate the goals are stated at. */
+export const GOAL_RATE = 50;
+/** The defaults of `berth-operator run` (OperatorCluster's are short, for tests of failover). */
+const DEFAULT_LEADER_ELECTION = [
+  '--leader-election-lease-duration=15000ms',
+  '--leader-election-renew-deadline=10000ms',
+  '--leader-election-retry-period=2000ms',
+];
+
+const where: Record<PodClass, { namespace: string; deployment: string }> = {
+  no_lease: { namespace: PLAIN_NS, deployment: 'plain' },
+  beside_lease: { namespace: NS, deployment: 'beside' },
+  managed: { namespace: NS, deployment: LEASE },
+};
+
+interface Owner {
+  name: string;
+  uid: string;
+  labels: Record<string, string>;
+}
+
+/** The admin's requests to kube-apiserver over keep-alive connections. */
+function adminClient(cluster: OperatorCluster): {
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }>;
+  close(): void;
+} {
+  const url = new URL(cluster.t.url);
+  const agent = new Agent({ keepAlive: true, maxSockets: 256, ca: cluster.t.caCert });
+  return {
+    call: (method, path, body) =>
+      new Promise((resolve, reject) => {
+        const data = body === undefined ? undefined : JSON.stringify(body);
+        const req = request(
+          {
+            agent,
+            host: url.hostname,
+            port: url.port,
+            path,
+            method,
+            headers: {
+              Authorization: `Bearer ${cluster.t.adminToken}`,
+              ...(data
+                ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) }
+                : {}),
+            },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('error', reject);
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end(data);
+      }),
+    close: () => agent.destroy(),
+  };
+}
+
+const pod = (cls: PodClass, owner: Owner, name: string) => ({
+  metadata: {
+    name,
+    labels: { ...owner.labels, [BENCH_LABEL]: cls },
+    ownerReferences: [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
+        name: owner.name,
+        uid: owner.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+  },
+  spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+});
+
+interface WebhookCounters {
+  reviews: Record<string, number>;
+  reads: Record<string, number>;
+  latencySeconds: Record<string, number>;
+  cpuSeconds: number;
+}
+
+const WEBHOOKS = { mutate: MUTATE_WORKLOADS_PATH, validate: VALIDATE_WORKLOADS_PATH } as const;
+
+async function counters(op: OperatorProcess): Promise<WebhookCounters> {
+  const text = await scrapeMetrics(await op.metrics());
+  const out: WebhookCounters = { reviews: {}, reads: {}, latencySeconds: {}, cpuSeconds: 0 };
+  for (const [key, path] of Object.entries(WEBHOOKS)) {
+    const label = `webhook="${path}"`;
+    out.reviews[key] = metricSum(text, 'controller_runtime_webhook_requests_total', label);
+    out.reads[key] = metricSum(text, 'berth_webhook_api_reads_total', label);
+    out.latencySeconds[key] = metricSum(text, 'controller_runtime_webhook_latency_seconds_sum', label);
+  }
+  out.cpuSeconds = (await usage(op.child.pid ?? 0)).cpuSeconds;
+  return out;
+}
+
+export async function benchPodAdmission(
+  opts: PodAdmissionBenchOptions,
+  log: (msg: string) => void,
+): Promise<Figures> {
+  const out: Figures = {
+    rates_pods_per_second: opts.rates.join(' '),
+    window_seconds: opts.seconds.join(' '),
+    warmup_seconds: opts.warmupSeconds,
+    client: 'POST pods as the admin (system:masters), keep-alive HTTPS, open loop; round trip from the send',
+    operator:
+      'berth-operator run (compiled, the image env) in a child process, leader election with the defaults, workload admission on, the managed lease a quiet standby',
+  };
+  log('pod-admission: building the operator as the image ships it (npm run build)');
+  const main = build(join(process.cwd(), 'build/bench'));
+  const env = shippedEnv();
+  const extra = process.env.BERTH_BENCH_OPERATOR_NODE_OPTIONS;
+  if (extra) env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} ${extra}`.trim();
+  out.operator_env = Object.entries(env)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+  // Another cluster holds the managed lease for the whole run: ours is its quiet standby.
+  await central.manager.acquire({ namespace: NS, name: LEASE }, OTHER_CLUSTER, 3_600_000);
+  const cluster = await OperatorCluster.start();
+  stopAtExit(cluster.t.controlPlane);
+  const api = adminClient(cluster);
+  let op: OperatorProcess | undefined;
+  let starts = 0;
+  try {
+    out.api_server = `kube-apiserver ${cluster.t.controlPlane?.versions.kubernetes} with etcd ${cluster.t.controlPlane?.versions.etcd}, ${cluster.t.nodeNames.length} KWOK Nodes (KWOK ${cluster.t.controlPlane?.versions.kwok}), every default controller and the scheduler`;
+    const sa = await cluster.t.serviceAccount(OPERATOR_NS, SERVICE_ACCOUNT);
+    const direct = await cluster.t.writeKubeconfig(sa.kubeconfig);
+    const owners = {} as Record<PodClass, Owner>;
+    let probes = 0;
+    /** Whether the API server calls our webhooks now: a managed Pod comes back gated. */
+    const gatedProbe = async (): Promise<boolean> => {
+      const name = `probe-${++probes}`;
+      const { namespace } = where.managed;
+      const r = await api.call(
+        'POST',
+        `/api/v1/namespaces/${namespace}/pods`,
+        pod('managed', owners.managed, name),
+      );
+      if (r.status !== 201) throw new Error(`probe Pod: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+      await api.call('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}?gracePeriodSeconds=0`);
+      const gates = (JSON.parse(r.body) as { spec?: { schedulingGates?: { name: string }[] } }).spec
+        ?.schedulingGates;
+      return (gates ?? []).some((g) => g.name === SCHEDULING_GATE);
+    };
+    const webhooksOn = async (): Promise<void> => {
+      op = cluster.startOperator({
+        name: `pod-admission-${++starts}`,
+        central: { url: central.url, clusterId: 'bench-east' },
+        args: [`--kubeconfig=${direct}`, ...DEFAULT_LEADER_ELECTION],
+        main,
+        env,
+      });
+      await op.ready(60_000);
+      await cluster.route([op]);
+      // The leader registers the configurations once its endpoint is ready (webhook-registration.md).
+      await cluster.admissionWorks(60_000);
+      if (owners.managed !== undefined)
+        await eventually(() => gatedProbe(), { timeoutMs: 60_000, intervalMs: 200 });
+    };
+    const webhooksOff = async (): Promise<void> => {
+      if (op !== undefined) {
+        // Graceful: the next replica takes the leader Lease at once instead of after its 15 s.
+        op.kill('SIGTERM');
+        await op.exited;
+        op = undefined;
+      }
+      for (const kind of ['mutating', 'validating'] as const) {
+        const r = await api.call(
+          'DELETE',
+          `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations/${CONFIGURATION_NAME}`,
+        );
+        if (r.status !== 200 && r.status !== 404)
+          throw new Error(`delete ${kind} configuration: HTTP ${r.status} ${r.body.slice(0, 200)}`);
+      }
+      // kube-apiserver sees the deletion through its informer, a moment later.
+      await eventually(async () => !(await gatedProbe()), { timeoutMs: 30_000, intervalMs: 200 });
+    };
+
+    await webhooksOn();
+    // The workloads are made with the webhooks on, as in a cluster where the operator runs: the managed
+    // Deployment and its ReplicaSet are stamped.
+    await cluster.t.createNamespace(PLAIN_NS);
+    await cluster.createLease(LEASE, deploymentLease(LEASE, 1, { leaseName: LEASE }));
+    for (const cls of CLASSES) {
+      const { namespace, deployment } = where[cls];
+      const d = await cluster.apps.createNamespacedDeployment({
+        namespace,
+        body: appDeployment(deployment, 0),
+      });
+      owners[cls] = await eventually(
+        async (): Promise<Owner> => {
+          const list = await cluster.apps.listNamespacedReplicaSet({ namespace });
+          const rs = list.items.find((r) =>
+            r.metadata?.ownerReferences?.some((o) => o.controller && o.uid === d.metadata?.uid),
+          );
+          const { name, uid } = rs?.metadata ?? {};
+          if (!name || !uid) throw new Error(`no ReplicaSet of Deployment ${namespace}/${deployment} yet`);
+          return { name, uid, labels: rs?.spec?.template?.metadata?.labels ?? {} };
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+    }
+    const state = await eventually(
+      async () => {
+        const s = (await cluster.lease(LEASE))?.status;
+        if (s?.currentHolder !== OTHER_CLUSTER) throw new Error(`lease ${LEASE} not yet a standby`);
+        return s.leaseState ?? '';
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    out.managed_lease_state = `${state}, held by ${OTHER_CLUSTER}`;
+    if (!(await gatedProbe())) throw new Error('pod-admission: a managed Pod was admitted without the gate');
+
+    const removePods = async (cls: PodClass): Promise<void> => {
+      const base = `/api/v1/namespaces/${where[cls].namespace}/pods?labelSelector=${BENCH_LABEL}%3D${cls}`;
+      await api.call('DELETE', `${base}&gracePeriodSeconds=0`);
+      await eventually(
+        async () =>
+          (JSON.parse((await api.call('GET', `${base}&limit=1`)).body) as { items: unknown[] }).items
+            .length === 0,
+        { timeoutMs: 120_000, intervalMs: 250 },
+      );
+    };
+
+    /**
+     * How long the operator's requests waited in kube-apiserver's API Priority and Fairness queues (its
+     * ServiceAccount falls in flow schema `service-accounts`; no other ServiceAccount outside kube-system
+     * sends requests here), as a sum and a count of seconds from the server's /metrics.
+     */
+    const apfWait = async (): Promise<{ sum: number; count: number; rejected: number }> => {
+      const text = (await api.call('GET', '/metrics')).body;
+      const schema = 'flow_schema="service-accounts"';
+      return {
+        sum: metricSum(text, 'apiserver_flowcontrol_request_wait_duration_seconds_sum', schema),
+        count: metricSum(text, 'apiserver_flowcontrol_request_wait_duration_seconds_count', schema),
+        rejected: metricSum(text, 'apiserver_flowcontrol_rejected_requests_total', schema),
+      };
+    };
+    const cells = new Map<string, Figures>();
+    let serial = 0;
+    const cell = async (cls: PodClass, mode: Mode, rate: number, seconds: number): Promise<void> => {
+      const { namespace } = where[cls];
+      const before = mode === 'webhooks' && op ? await counters(op) : undefined;
+      const apf0 = await apfWait();
+      const tag = `${cls.replace('_', '')}-${mode}-${rate}-${++serial}`;
+      const r: OpenLoopResult = await openLoop(
+        { rate, seconds, warmupSeconds: opts.warmupSeconds },
+        async (i) => {
+          const res = await api.call(
+            'POST',
+            `/api/v1/namespaces/${namespace}/pods`,
+            pod(cls, owners[cls], `${tag}-${i}`),
+          );
+          if (res.status !== 201) throw new Error(`HTTP ${res.status} ${res.body.slice(0, 200)}`);
+        },
+      );
+      const after = mode === 'webhooks' && op ? await counters(op) : undefined;
+      const apf1 = await apfWait();
+      const posted = Math.round(rate * (seconds + opts.warmupSeconds));
+      const f: Figures = {
+        pods: r.sent,
+        p50_ms: percentile(r.latenciesMs, 50),
+        p99_ms: percentile(r.latenciesMs, 99),
+        max_ms: r.latenciesMs.at(-1) ?? Number.NaN,
+        errors: r.errors,
+        achieved_rate: r.achievedRate,
+        send_lag_p99_ms: r.sendLagP99Ms,
+      };
+      if (r.firstError !== undefined) f.first_error = r.firstError;
+      if (before && after) {
+        for (const key of Object.keys(WEBHOOKS)) {
+          const reviews = after.reviews[key]! - before.reviews[key]!;
+          f[`${key}_reviews_per_pod`] = reviews / posted;
+          f[`${key}_api_reads_per_review`] = (after.reads[key]! - before.reads[key]!) / reviews;
+          f[`${key}_server_ms_per_review`] =
+            ((after.latencySeconds[key]! - before.latencySeconds[key]!) / reviews) * 1000;
+        }
+        f.operator_cpu_ms_per_pod = ((after.cpuSeconds - before.cpuSeconds) / posted) * 1000;
+        f.operator_apf_wait_ms_per_request = ((apf1.sum - apf0.sum) / (apf1.count - apf0.count)) * 1000;
+        f.operator_apf_rejected = apf1.rejected - apf0.rejected;
+      }
+      cells.set(`${cls}_${mode}_r${rate}`, f);
+      log(`pod-admission: ${cls} ${mode} ${rate}/s: ${JSON.stringify(f)}`);
+      await removePods(cls);
+    };
+
+    let mode: Mode = 'webhooks';
+    for (const cls of CLASSES) {
+      // Alternate: on, off, on, ... so that every class's two modes are measured close together.
+      const order: readonly Mode[] = mode === 'webhooks' ? ['webhooks', 'none'] : ['none', 'webhooks'];
+      for (const m of order) {
+        if (m !== mode) {
+          await (m === 'webhooks' ? webhooksOn() : webhooksOff());
+          mode = m;
+        }
+        for (let i = 0; i < opts.rates.length; i++) await cell(cls, m, opts.rates[i]!, opts.seconds[i]!);
+        if (m === 'webhooks' && op) out.operator_rss_mib = (await usage(op.child.pid ?? 0)).rssMib;
+      }
+    }
+
+    for (const [key, f] of cells) for (const [name, v] of Object.entries(f)) out[`${key}_${name}`] = v;
+    for (const cls of CLASSES) {
+      for (const rate of opts.rates) {
+        const on = cells.get(`${cls}_webhooks_r${rate}`)!;
+        const off = cells.get(`${cls}_none_r${rate}`)!;
+        out[`${cls}_r${rate}_added_p50_ms`] = (on.p50_ms as number) - (off.p50_ms as number);
+        out[`${cls}_r${rate}_added_p99_ms`] = (on.p99_ms as number) - (off.p99_ms as number);
+      }
+      // Per class: at the lowest rate, where no review is cut off by the API server's timeout (a review
+      // aborted mid-walk makes fewer reads; the count is the code path's, not the load's).
+      const lowest = Math.min(...opts.rates);
+      for (const key of Object.keys(WEBHOOKS))
+        out[`${cls}_${key}_api_reads_per_review`] = cells.get(`${cls}_webhooks_r${lowest}`)![
+          `${key}_api_reads_per_review`
+        ] as number;
+    }
+    const errors = [...cells.values()].reduce((s, f) => s + (f.errors as number), 0);
+    out.errors_total = errors;
+    const rate = opts.rates.includes(GOAL_RATE) ? GOAL_RATE : opts.rates[Math.floor(opts.rates.length / 2)]!;
+    const added = (cls: PodClass): number => out[`${cls}_r${rate}_added_p99_ms`] as number;
+    const judged = (ok: boolean): string => (ok && errors === 0 ? 'met' : 'missed');
+    out[`target_added_p99_outside_managed_r${rate}_at_most_3_ms`] = judged(
+      Math.max(added('no_lease'), added('beside_lease')) <= 3,
+    );
+    out[`target_added_p99_managed_r${rate}_at_most_8_ms`] = judged(added('managed') <= 8);
+    // A count, not a latency: judged whatever the errors of the faster windows.
+    out.target_managed_at_most_2_api_reads_per_review =
+      Math.max(
+        out.managed_mutate_api_reads_per_review as number,
+        out.managed_validate_api_reads_per_review as number,
+      ) <= 2
+        ? 'met'
+        : 'missed';
+    return out;
+  } finally {
+    api.close();
+    if (op !== undefined) {
+      op.kill('SIGKILL');
+      await op.exited;
+    }
+    await cluster.stop();
+    await central.stop();
+  }
+}
