@@ -484,6 +484,7 @@ const BLOCKS: Record<string, (run: BenchRun) => string> = {
   failover: (run) => withResult(run, 'failover', failoverBlock),
   apiserver: (run) => withResult(run, 'apiserver', flatBlock),
   central: (run) => withResult(run, 'central', flatBlock),
+  helper: (run) => withResult(run, 'helper', flatBlock),
 };
 
 function withResult(run: BenchRun, name: string, render: (r: Figures) => string): string {
