@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { readCommandLine } from '../src/cli.ts';
 
 const MIN_GO = [1, 26] as const;
 
@@ -282,3 +283,37 @@ export function writeManifest(dir: string, fields: Record<string, unknown>, star
 }
 
 export const hasManifest = (dir: string): boolean => existsSync(join(dir, 'manifest.json'));
+
+/**
+ * The command line of a build script (`npm run controlplane:build`, `npm run helm:build`): builds or reuses
+ * the cache through `ensure`, then prints the path (`--print`) or a line naming it; a failure is one line
+ * and exit code 1, a usage error exit code 2.
+ */
+export async function runBuildCommand(options: {
+  name: string;
+  summary: string;
+  /** Prefix of the failure line. */
+  label: string;
+  ensure: () => Promise<{ path: string; line: string }>;
+}): Promise<void> {
+  const values = readCommandLine(
+    'npm run',
+    {
+      name: options.name,
+      summary: options.summary,
+      flags: [{ name: 'print', kind: 'boolean', default: false, help: 'Print only the path' }],
+    },
+    process.argv.slice(2),
+  );
+  if (typeof values === 'number') {
+    process.exitCode = values;
+    return;
+  }
+  try {
+    const built = await options.ensure();
+    process.stdout.write(`${values.print ? built.path : built.line}\n`);
+  } catch (err) {
+    process.stderr.write(`${options.label}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  }
+}

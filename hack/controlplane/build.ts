@@ -6,7 +6,6 @@
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readCommandLine } from '../../src/cli.ts';
 import {
   BuildError,
   buildModule,
@@ -21,6 +20,7 @@ import {
   type Log,
   modulesDigest,
   pinnedVersion,
+  runBuildCommand,
   writeManifest,
 } from '../gobuild.ts';
 
@@ -188,22 +188,13 @@ async function build(
 }
 
 if (import.meta.main) {
-  const values = readCommandLine(
-    'npm run',
-    {
-      name: 'controlplane:build',
-      summary: 'Builds (once) and caches the local control plane binaries.',
-      flags: [{ name: 'print', kind: 'boolean', default: false, help: 'Print only the path' }],
-    },
-    process.argv.slice(2),
-  );
-  if (typeof values === 'number') process.exitCode = values;
-  else
-    try {
+  await runBuildCommand({
+    name: 'controlplane:build',
+    summary: 'Builds (once) and caches the local control plane binaries.',
+    label: 'controlplane',
+    ensure: async () => {
       const bins = await ensureBinaries();
-      process.stdout.write(values.print ? `${bins.dir}\n` : `control plane binaries: ${bins.dir}\n`);
-    } catch (err) {
-      process.stderr.write(`controlplane: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    }
+      return { path: bins.dir, line: `control plane binaries: ${bins.dir}` };
+    },
+  });
 }

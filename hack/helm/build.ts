@@ -4,7 +4,6 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { readCommandLine } from '../../src/cli.ts';
 import {
   buildModule,
   cacheDir,
@@ -17,6 +16,7 @@ import {
   type Log,
   modulesDigest,
   pinnedVersion,
+  runBuildCommand,
   writeManifest,
 } from '../gobuild.ts';
 
@@ -92,22 +92,13 @@ export function ensureHelm(options: BuildOptions = {}): Promise<HelmBinary> {
 }
 
 if (import.meta.main) {
-  const values = readCommandLine(
-    'npm run',
-    {
-      name: 'helm:build',
-      summary: 'Builds (once) and caches Helm.',
-      flags: [{ name: 'print', kind: 'boolean', default: false, help: 'Print only the path' }],
-    },
-    process.argv.slice(2),
-  );
-  if (typeof values === 'number') process.exitCode = values;
-  else
-    try {
+  await runBuildCommand({
+    name: 'helm:build',
+    summary: 'Builds (once) and caches Helm.',
+    label: 'helm',
+    ensure: async () => {
       const helm = await ensureHelm();
-      process.stdout.write(values.print ? `${helm.bin}\n` : `helm ${helm.version}: ${helm.bin}\n`);
-    } catch (err) {
-      process.stderr.write(`helm: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    }
+      return { path: helm.bin, line: `helm ${helm.version}: ${helm.bin}` };
+    },
+  });
 }

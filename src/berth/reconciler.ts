@@ -166,13 +166,7 @@ export class BerthLeaseReconciler {
       ctx.log.debug('finalizer added');
       return {};
     }
-    const run = new LeaseScope(
-      this.#scopeDeps(),
-      lease,
-      holderFor(this.#clusterIdentity, lease.spec),
-      key,
-      ctx,
-    );
+    const run = this.#scope(lease, key, ctx);
     this.#reporter.setHeld(lease);
     // 3. Every status write stamps observedGeneration (status.ts).
     const invalid = validateSpec(lease.spec);
@@ -411,13 +405,7 @@ export class BerthLeaseReconciler {
       (phase !== WorkloadPhase.Active && phase !== WorkloadPhase.Stopping)
     )
       return 'not-active';
-    const run = new LeaseScope(
-      this.#scopeDeps(),
-      lease,
-      holderFor(this.#clusterIdentity, lease.spec),
-      key,
-      ctx,
-    );
+    const run = this.#scope(lease, key, ctx);
     const { outcome } = await this.#stopAndReleaseOutcome(run);
     return outcome === 'stopped' || outcome === 'removed' ? 'released' : 'unfinished';
   }
@@ -429,13 +417,15 @@ export class BerthLeaseReconciler {
 
   // ---- observation ----
 
-  #scopeDeps(): LeaseScopeDeps {
-    return {
+  /** One reconcile's view of `lease`, as this cluster's holder. */
+  #scope(lease: BerthLease, key: string, ctx: ReconcileContext): LeaseScope {
+    const deps: LeaseScopeDeps = {
       api: this.#api,
       clock: this.#clock,
       ...(this.#writes === undefined ? {} : { writes: this.#writes }),
       onWritten: (before, after) => this.#reporter.written(before, after),
     };
+    return new LeaseScope(deps, lease, holderFor(this.#clusterIdentity, lease.spec), key, ctx);
   }
 
   #checkFailoverMargin(lease: BerthLease, ctx: ReconcileContext): void {
