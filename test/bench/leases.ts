@@ -7,7 +7,7 @@
 // the central server and this client) for comparison. The operator reaches the API server through
 // OperatorCluster's ApiProxy, which counts its requests (no-op rules matching its user) and adds a hop in
 // this process to each of them: the timings are a real API server's, plus that hop.
-import { Agent, request } from 'node:https';
+
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { build } from '../../scripts/build.ts';
@@ -20,6 +20,7 @@ import { berthLease } from '../fixtures/webhooks/objects.ts';
 import { shippedEnv } from '../helpers/image.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
 import { NS, OPERATOR_USER, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
+import { type AdminApi, adminApi } from './admin-api.ts';
 import { stopAtExit } from './controlplane.ts';
 import { usage } from './proc.ts';
 
@@ -47,44 +48,6 @@ const PATH = `/apis/berth.skaphos.io/v1alpha1/namespaces/${NS}/berthleases`;
 const mib = (bytes: number): number => bytes / 1024 / 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function call(
-  agent: Agent,
-  url: URL,
-  token: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(
-      {
-        agent,
-        host: url.hostname,
-        port: url.port,
-        path,
-        method,
-        headers: {
-          Authorization: `Bearer ${token}`,
-          ...(data ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if ((res.statusCode ?? 0) >= 300)
-            reject(new Error(`${method} ${path}: HTTP ${res.statusCode} ${text}`));
-          else resolve(JSON.parse(text));
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(data);
-  });
-}
-
 interface Entry {
   main?: string;
   env?: Record<string, string>;
@@ -99,7 +62,7 @@ async function one(
   const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
   let cluster: OperatorCluster | undefined;
   let operator: OperatorProcess | undefined;
-  let agent: Agent | undefined;
+  let api: AdminApi | undefined;
   try {
     cluster = await OperatorCluster.start();
     stopAtExit(cluster.t.controlPlane);
@@ -111,9 +74,7 @@ async function one(
       ...entry,
     });
     await operator.ready(60_000);
-    agent = new Agent({ keepAlive: true, maxSockets: 16, ca: cluster.t.caCert });
-    const url = new URL(cluster.t.url);
-    const token = cluster.t.adminToken;
+    api = adminApi({ url: cluster.t.url, ca: cluster.t.caCert, token: cluster.t.adminToken, maxSockets: 16 });
     // The first rule a request matches counts it: status writes, then every other request.
     const statusWrites = cluster.proxy.inject({ user: OPERATOR_USER, subresource: 'status' });
     const operatorRequests = cluster.proxy.inject({ user: OPERATOR_USER });
@@ -170,7 +131,7 @@ async function one(
           });
           delete (lease.metadata as Record<string, unknown>).uid;
           delete (lease.metadata as Record<string, unknown>).finalizers;
-          return call(agent!, url, token, 'POST', PATH, lease);
+          return api!.json('POST', PATH, lease);
         }),
       );
     }
@@ -229,7 +190,7 @@ async function one(
     log(`leases: ${JSON.stringify(out)}`);
     return out;
   } finally {
-    agent?.destroy();
+    api?.close();
     if (operator) {
       operator.kill('SIGKILL');
       await operator.exited;

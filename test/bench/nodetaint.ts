@@ -14,17 +14,17 @@
 // only the guard's requests pass (it adds a hop in this process to each of them), and Nodes whose
 // resourceVersion changed across the window, by whoever wrote them (kube-controller-manager's ttl
 // controller, for one).
+
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ControlPlane } from '../../hack/controlplane/controlplane.ts';
 import { build } from '../../scripts/build.ts';
 import { parseFlags } from '../../src/cli.ts';
 import { nodeTaintFlags, parseNodeTaintConfig } from '../../src/nodetaint/config.ts';
 import { ApiProxy } from '../helpers/api-proxy.ts';
 import { shippedEnv } from '../helpers/image.ts';
 import { type OperatorProcess, startOperatorProcess } from '../helpers/operator-process.ts';
+import { adminApi } from './admin-api.ts';
 import {
   benchControlPlane,
   describeServer,
@@ -44,47 +44,6 @@ export interface NodeTaintBenchOptions {
 
 const AGENT_NS = 'aether-system';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The admin's requests over keep-alive connections (bulk set-up, polls). */
-function client(cp: ControlPlane): {
-  call(method: string, path: string, body?: unknown, contentType?: string): Promise<unknown>;
-  close(): void;
-} {
-  const url = new URL(cp.url);
-  const agent = new Agent({ keepAlive: true, maxSockets: 16, ca: cp.caCert });
-  return {
-    call: (method, path, body, contentType = 'application/json') =>
-      new Promise((resolve, reject) => {
-        const data = body === undefined ? undefined : JSON.stringify(body);
-        const req = request(
-          {
-            agent,
-            host: url.hostname,
-            port: url.port,
-            path,
-            method,
-            headers: {
-              Authorization: `Bearer ${cp.adminToken}`,
-              ...(data ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(data) } : {}),
-            },
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => {
-              const text = Buffer.concat(chunks).toString('utf8');
-              if ((res.statusCode ?? 0) >= 300)
-                reject(new Error(`${method} ${path}: HTTP ${res.statusCode} ${text.slice(0, 300)}`));
-              else resolve(JSON.parse(text));
-            });
-          },
-        );
-        req.on('error', reject);
-        req.end(data);
-      }),
-    close: () => agent.destroy(),
-  };
-}
 
 async function inBatches(count: number, batch: number, fn: (i: number) => Promise<unknown>): Promise<void> {
   for (let i = 0; i < count; i += batch)
@@ -109,16 +68,16 @@ export async function benchNodeTaint(
   log: (msg: string) => void,
 ): Promise<Figures> {
   const cp = await benchControlPlane(KUBELETLESS_NODES);
-  const api = client(cp);
+  const api = adminApi({ url: cp.url, ca: cp.caCert, token: cp.adminToken, maxSockets: 16 });
   let proxy: ApiProxy | undefined;
   let guard: OperatorProcess | undefined;
   let dir: string | undefined;
   try {
-    await api.call('POST', '/api/v1/namespaces', { metadata: { name: AGENT_NS } });
+    await api.json('POST', '/api/v1/namespaces', { metadata: { name: AGENT_NS } });
     // The ServiceAccount admission plugin refuses Pods until the namespace's default account exists.
     const deadline = performance.now() + 60_000;
     while (
-      !(await api.call('GET', `/api/v1/namespaces/${AGENT_NS}/serviceaccounts/default`).then(
+      !(await api.json('GET', `/api/v1/namespaces/${AGENT_NS}/serviceaccounts/default`).then(
         () => true,
         () => false,
       ))
@@ -129,13 +88,13 @@ export async function benchNodeTaint(
     }
     log(`nodetaint: creating ${opts.nodes} nodes with a Ready agent pod each`);
     const setupStart = performance.now();
-    await inBatches(opts.nodes, 16, (i) => api.call('POST', '/api/v1/nodes', kubeletlessNode(i)));
+    await inBatches(opts.nodes, 16, (i) => api.json('POST', '/api/v1/nodes', kubeletlessNode(i)));
     await inBatches(opts.nodes, 16, async (i) => {
-      await api.call('POST', `/api/v1/namespaces/${AGENT_NS}/pods`, {
+      await api.json('POST', `/api/v1/namespaces/${AGENT_NS}/pods`, {
         metadata: { name: `agent-${i}`, labels: { 'app.kubernetes.io/name': 'aether-agent' } },
         spec: { nodeName: `node-${i}`, containers: [{ name: 'agent', image: 'aether/agent:1' }] },
       });
-      await api.call(
+      await api.json(
         'PATCH',
         `/api/v1/namespaces/${AGENT_NS}/pods/agent-${i}/status`,
         readyStatus(true),
@@ -191,7 +150,7 @@ export async function benchNodeTaint(
     type NodeList = { items: { metadata: { name: string; resourceVersion: string } }[] };
     const versions = async (): Promise<Map<string, string>> =>
       new Map(
-        ((await api.call('GET', '/api/v1/nodes')) as NodeList).items.map((n) => [
+        ((await api.json('GET', '/api/v1/nodes')) as NodeList).items.map((n) => [
           n.metadata.name,
           n.metadata.resourceVersion,
         ]),
@@ -212,7 +171,7 @@ export async function benchNodeTaint(
     // One agent goes NotReady: time until its node carries the taint, minus the grace.
     const victim = `node-${Math.floor(opts.nodes / 2)}`;
     const n0 = performance.now();
-    await api.call(
+    await api.json(
       'PATCH',
       `/api/v1/namespaces/${AGENT_NS}/pods/agent-${Math.floor(opts.nodes / 2)}/status`,
       readyStatus(false),
@@ -220,7 +179,7 @@ export async function benchNodeTaint(
     );
     let taintMs = Number.NaN;
     while (performance.now() - n0 < opts.graceMs + 30_000) {
-      const node = (await api.call('GET', `/api/v1/nodes/${victim}`)) as {
+      const node = (await api.json('GET', `/api/v1/nodes/${victim}`)) as {
         spec?: { taints?: { key: string }[] };
       };
       if ((node.spec?.taints ?? []).some((t) => t.key === config.taint.key)) {

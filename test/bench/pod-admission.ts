@@ -20,7 +20,7 @@
 // as its ServiceAccount, so no proxy hop is added to its reads. BERTH_BENCH_OPERATOR_NODE_OPTIONS is appended
 // to the operator's NODE_OPTIONS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: a profile per operator start,
 // written when it is stopped between modes).
-import { Agent, request } from 'node:https';
+
 import { join } from 'node:path';
 import { build } from '../../scripts/build.ts';
 import { MUTATE_WORKLOADS_PATH, SCHEDULING_GATE, VALIDATE_WORKLOADS_PATH } from '../../src/berth/api.ts';
@@ -37,6 +37,7 @@ import {
   OperatorCluster,
   SERVICE_ACCOUNT,
 } from '../integration/reliability/operator-cluster.ts';
+import { adminApi } from './admin-api.ts';
 import { stopAtExit } from './controlplane.ts';
 import { type OpenLoopResult, openLoop, percentile } from './open-loop.ts';
 import { metricSum, scrapeMetrics, usage } from './proc.ts';
@@ -78,47 +79,6 @@ interface Owner {
   name: string;
   uid: string;
   labels: Record<string, string>;
-}
-
-/** The admin's requests to kube-apiserver over keep-alive connections. */
-function adminClient(cluster: OperatorCluster): {
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }>;
-  close(): void;
-} {
-  const url = new URL(cluster.t.url);
-  const agent = new Agent({ keepAlive: true, maxSockets: 256, ca: cluster.t.caCert });
-  return {
-    call: (method, path, body) =>
-      new Promise((resolve, reject) => {
-        const data = body === undefined ? undefined : JSON.stringify(body);
-        const req = request(
-          {
-            agent,
-            host: url.hostname,
-            port: url.port,
-            path,
-            method,
-            headers: {
-              Authorization: `Bearer ${cluster.t.adminToken}`,
-              ...(data
-                ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) }
-                : {}),
-            },
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('error', reject);
-            res.on('end', () =>
-              resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
-            );
-          },
-        );
-        req.on('error', reject);
-        req.end(data);
-      }),
-    close: () => agent.destroy(),
-  };
 }
 
 const pod = (cls: PodClass, owner: Owner, name: string) => ({
@@ -186,7 +146,12 @@ export async function benchPodAdmission(
   await central.manager.acquire({ namespace: NS, name: LEASE }, OTHER_CLUSTER, 3_600_000);
   const cluster = await OperatorCluster.start();
   stopAtExit(cluster.t.controlPlane);
-  const api = adminClient(cluster);
+  const api = adminApi({
+    url: cluster.t.url,
+    ca: cluster.t.caCert,
+    token: cluster.t.adminToken,
+    maxSockets: 256,
+  });
   let op: OperatorProcess | undefined;
   let starts = 0;
   try {
@@ -199,13 +164,13 @@ export async function benchPodAdmission(
     const gatedProbe = async (): Promise<boolean> => {
       const name = `probe-${++probes}`;
       const { namespace } = where.managed;
-      const r = await api.call(
+      const r = await api.raw(
         'POST',
         `/api/v1/namespaces/${namespace}/pods`,
         pod('managed', owners.managed, name),
       );
       if (r.status !== 201) throw new Error(`probe Pod: HTTP ${r.status} ${r.body.slice(0, 300)}`);
-      await api.call('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}?gracePeriodSeconds=0`);
+      await api.raw('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}?gracePeriodSeconds=0`);
       const gates = (JSON.parse(r.body) as { spec?: { schedulingGates?: { name: string }[] } }).spec
         ?.schedulingGates;
       return (gates ?? []).some((g) => g.name === SCHEDULING_GATE);
@@ -233,7 +198,7 @@ export async function benchPodAdmission(
         op = undefined;
       }
       for (const kind of ['mutating', 'validating'] as const) {
-        const r = await api.call(
+        const r = await api.raw(
           'DELETE',
           `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations/${CONFIGURATION_NAME}`,
         );
@@ -281,10 +246,10 @@ export async function benchPodAdmission(
 
     const removePods = async (cls: PodClass): Promise<void> => {
       const base = `/api/v1/namespaces/${where[cls].namespace}/pods?labelSelector=${BENCH_LABEL}%3D${cls}`;
-      await api.call('DELETE', `${base}&gracePeriodSeconds=0`);
+      await api.raw('DELETE', `${base}&gracePeriodSeconds=0`);
       await eventually(
         async () =>
-          (JSON.parse((await api.call('GET', `${base}&limit=1`)).body) as { items: unknown[] }).items
+          (JSON.parse((await api.raw('GET', `${base}&limit=1`)).body) as { items: unknown[] }).items
             .length === 0,
         { timeoutMs: 120_000, intervalMs: 250 },
       );
@@ -296,7 +261,7 @@ export async function benchPodAdmission(
      * sends requests here), as a sum and a count of seconds from the server's /metrics.
      */
     const apfWait = async (): Promise<{ sum: number; count: number; rejected: number }> => {
-      const text = (await api.call('GET', '/metrics')).body;
+      const text = (await api.raw('GET', '/metrics')).body;
       const schema = 'flow_schema="service-accounts"';
       return {
         sum: metricSum(text, 'apiserver_flowcontrol_request_wait_duration_seconds_sum', schema),
@@ -314,7 +279,7 @@ export async function benchPodAdmission(
       const r: OpenLoopResult = await openLoop(
         { rate, seconds, warmupSeconds: opts.warmupSeconds },
         async (i) => {
-          const res = await api.call(
+          const res = await api.raw(
             'POST',
             `/api/v1/namespaces/${namespace}/pods`,
             pod(cls, owners[cls], `${tag}-${i}`),
