@@ -14,8 +14,7 @@ import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyReques
 import { parseDuration } from '../src/cli.ts';
 import type { Clock } from '../src/kube/clock.ts';
 import type { Logger } from '../src/observability/logger.ts';
-import type { WebhookMetrics } from './metrics.ts';
-import type { CounterSeries, GaugeSeries, HistogramSeries } from './plain-metrics.ts';
+import type { CounterSeries, GaugeSeries, HistogramSeries, WebhookMetrics } from './metrics.ts';
 import {
   type AdmissionApiVersion,
   type AdmissionRequest,
@@ -25,8 +24,6 @@ import {
   type Decision,
   deny,
   describeIssues,
-  isAdmissionReview,
-  mayHoldPrototypeKey,
   prototypeKey,
   reviewResponse,
   usableUid,
@@ -93,10 +90,6 @@ interface RequestState {
   route: RouteSeries;
   started: number;
   finished: boolean;
-  /** Set by the JSON parser: the prototype-poisoning key the body holds, if any. */
-  forbidden: string | undefined;
-  /** Whether the JSON parser has looked for such keys. */
-  scanned: boolean;
 }
 
 /**
@@ -212,9 +205,9 @@ export class AdmissionHttp {
       const webhook = handler.path;
       const route: RouteSeries = {
         webhook,
-        inFlight: this.#metrics.inFlight.series({ webhook }),
-        latency: this.#metrics.latency.series({ webhook }),
-        ok: this.#metrics.requests.series({ webhook, code: '200' }),
+        inFlight: this.#metrics.inFlight.labels({ webhook }),
+        latency: this.#metrics.latency.labels({ webhook }),
+        ok: this.#metrics.requests.labels({ webhook, code: '200' }),
       };
       app.route({
         method: 'POST',
@@ -226,8 +219,6 @@ export class AdmissionHttp {
             route,
             started: performance.now(),
             finished: false,
-            forbidden: undefined,
-            scanned: false,
           };
           (request as StatefulRequest)[STATE] = state;
           route.inFlight.inc();
@@ -251,10 +242,14 @@ export class AdmissionHttp {
   }
 
   /**
-   * Fastify's JSON parser without its prototype-poisoning refusal, and with the scan for such keys done
-   * here, where the text is at hand: mayHoldPrototypeKey rules most bodies out without walking them.
+   * Fastify's JSON parser without its prototype-poisoning refusal: #answer looks for such keys itself, so
+   * that a review holding one still gets a well-formed denial.
    */
-  #parseJson(request: FastifyRequest, text: string, done: (err: Error | null, body?: unknown) => void): void {
+  #parseJson(
+    _request: FastifyRequest,
+    text: string,
+    done: (err: Error | null, body?: unknown) => void,
+  ): void {
     if (text.length === 0) {
       done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
       return;
@@ -266,11 +261,6 @@ export class AdmissionHttp {
     } catch {
       done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
       return;
-    }
-    const state = (request as StatefulRequest)[STATE];
-    if (state !== null) {
-      state.forbidden = mayHoldPrototypeKey(text) ? prototypeKey(body) : undefined;
-      state.scanned = true;
     }
     done(null, body);
   }
@@ -284,7 +274,7 @@ export class AdmissionHttp {
     route.latency.observe(seconds);
     (statusCode === 200
       ? route.ok
-      : this.#metrics.requests.series({ webhook: route.webhook, code: String(statusCode) })
+      : this.#metrics.requests.labels({ webhook: route.webhook, code: String(statusCode) })
     ).inc();
   }
 
@@ -307,26 +297,20 @@ export class AdmissionHttp {
       return;
     }
     const apiVersion = answerApiVersion(body);
-    const state = (request as StatefulRequest)[STATE];
-    const forbidden = state?.scanned ? state.forbidden : prototypeKey(body);
+    const forbidden = prototypeKey(body);
     const scope = new ReviewScope(this.#o.logger, handler.path, uid);
     if (forbidden !== undefined) {
       const message = `malformed AdmissionReview: forbidden key ${JSON.stringify(forbidden)}`;
       this.#respond(reply, apiVersion, uid, scope, undefined, deny('malformed', message, 400));
       return;
     }
-    // Zod runs only on a review the hand-written check rejects, to name what is wrong with it.
-    let review: AdmissionReview;
-    if (isAdmissionReview(body)) review = body;
-    else {
-      const parsed = admissionReviewSchema.safeParse(body);
-      if (!parsed.success) {
-        const message = `malformed AdmissionReview: ${describeIssues(parsed.error)}`;
-        this.#respond(reply, apiVersion, uid, scope, undefined, deny('malformed', message, 400));
-        return;
-      }
-      review = parsed.data;
+    const parsed = admissionReviewSchema.safeParse(body);
+    if (!parsed.success) {
+      const message = `malformed AdmissionReview: ${describeIssues(parsed.error)}`;
+      this.#respond(reply, apiVersion, uid, scope, undefined, deny('malformed', message, 400));
+      return;
     }
+    const review = parsed.data;
     const query = request.query as Record<string, unknown> | undefined;
     const budget = reviewBudgetMs(parseTimeoutQuery(query?.timeout), this.#o.maxReviewMs);
     this.#decide(handler, review.request, budget, scope, (decision) => {

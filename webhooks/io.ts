@@ -37,24 +37,31 @@ export class CountingIO implements AdmissionIO {
   reads = 0;
   readonly #open: (signal: AbortSignal) => AdmissionIO;
   readonly #scope: { readonly signal: AbortSignal };
-  readonly #onRead: (kind: ReadKind) => void;
+  readonly #onRead: (kind: ReadKind, seconds: number) => void;
   #io: AdmissionIO | undefined;
 
-  /** `scope.signal` is read when the first call opens the I/O; `onRead` hears of every read. */
+  /**
+   * `scope.signal` is read when the first call opens the I/O; `onRead` hears of every read once it has
+   * ended (answered, failed or aborted), with how long it took.
+   */
   constructor(
     open: (signal: AbortSignal) => AdmissionIO,
     scope: { readonly signal: AbortSignal },
-    onRead: (kind: ReadKind) => void,
+    onRead: (kind: ReadKind, seconds: number) => void,
   ) {
     this.#open = open;
     this.#scope = scope;
     this.#onRead = onRead;
   }
 
-  #read(kind: ReadKind): AdmissionIO {
+  async #read<T>(kind: ReadKind, call: (io: AdmissionIO) => Promise<T>): Promise<T> {
     this.reads++;
-    this.#onRead(kind);
-    return this.#opened();
+    const started = performance.now();
+    try {
+      return await call(this.#opened());
+    } finally {
+      this.#onRead(kind, (performance.now() - started) / 1000);
+    }
   }
 
   #opened(): AdmissionIO {
@@ -63,15 +70,15 @@ export class CountingIO implements AdmissionIO {
   }
 
   listLeases(namespace: string, limit?: number): Promise<LeaseList> {
-    return this.#read('list-leases').listLeases(namespace, limit);
+    return this.#read('list-leases', (io) => io.listLeases(namespace, limit));
   }
 
   getLease(namespace: string, name: string): Promise<JsonObject | undefined> {
-    return this.#read('get-lease').getLease(namespace, name);
+    return this.#read('get-lease', (io) => io.getLease(namespace, name));
   }
 
   getWorkload(kind: ReviewKind, namespace: string, name: string): Promise<JsonObject | undefined> {
-    return this.#read('get-workload').getWorkload(kind, namespace, name);
+    return this.#read('get-workload', (io) => io.getWorkload(kind, namespace, name));
   }
 
   updateLeaseStatus(lease: JsonObject): Promise<void> {

@@ -1,23 +1,24 @@
 // Admission metrics: controller-runtime's webhook series (so existing dashboards work) plus ours, all
-// registered on the injected registry through the get-or-create helpers. The series every review
-// updates are plain-metrics.ts's (counted in plain numbers, exported at scrape time); the rest, updated
-// only on a denial or a failure, are prom-client's own.
-import type { Counter, Registry } from 'prom-client';
-import { exponentialBuckets, getOrCreateCounter } from '../src/observability/metrics.ts';
+// registered on the injected registry through the get-or-create helpers. A caller that updates a series on
+// every review takes its labelled child once (`metric.labels({...})`, a Series) and keeps it.
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {
-  type PlainCounter,
-  type PlainGauge,
-  type PlainHistogram,
-  plainCounter,
-  plainGauge,
-  plainHistogram,
-} from './plain-metrics.ts';
+  exponentialBuckets,
+  getOrCreateCounter,
+  getOrCreateGauge,
+  getOrCreateHistogram,
+} from '../src/observability/metrics.ts';
+
+/** One label set of a metric, taken once with `labels()`. */
+export type CounterSeries = ReturnType<Counter['labels']>;
+export type GaugeSeries = ReturnType<Gauge['labels']>;
+export type HistogramSeries = ReturnType<Histogram['labels']>;
 
 export interface WebhookMetrics {
   /** `code` is the HTTP status of the answer (200 for every AdmissionReview, 4xx for refused requests). */
-  requests: PlainCounter<'webhook' | 'code'>;
-  latency: PlainHistogram<'webhook'>;
-  inFlight: PlainGauge<'webhook'>;
+  requests: Counter<'webhook' | 'code'>;
+  latency: Histogram<'webhook'>;
+  inFlight: Gauge<'webhook'>;
   /** Handler errors turned into denials (controller-runtime counts recovered panics here). */
   panics: Counter<never>;
   /** `path`: the resource and subresource reviewed (`pods`, `pods/ephemeralcontainers`), '' if unknown. */
@@ -27,18 +28,18 @@ export interface WebhookMetrics {
 
 export function webhookMetrics(registry: Registry): WebhookMetrics {
   return {
-    requests: plainCounter(registry, {
+    requests: getOrCreateCounter(registry, {
       name: 'controller_runtime_webhook_requests_total',
       help: 'Total number of admission requests by HTTP status code.',
       labelNames: ['webhook', 'code'],
     }),
-    latency: plainHistogram(registry, {
+    latency: getOrCreateHistogram(registry, {
       name: 'controller_runtime_webhook_latency_seconds',
       help: 'Histogram of the latency of processing admission requests',
       labelNames: ['webhook'],
       buckets: exponentialBuckets(0.001, 2, 14),
     }),
-    inFlight: plainGauge(registry, {
+    inFlight: getOrCreateGauge(registry, {
       name: 'controller_runtime_webhook_requests_in_flight',
       help: 'Current number of admission requests being served.',
       labelNames: ['webhook'],
@@ -60,18 +61,25 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
 }
 
 export interface ReadMetrics {
-  reads: PlainCounter<'webhook' | 'kind'>;
-  readsPerReview: PlainHistogram<'webhook'>;
+  reads: Counter<'webhook' | 'kind'>;
+  readSeconds: Histogram<'webhook' | 'kind'>;
+  readsPerReview: Histogram<'webhook'>;
 }
 
 export function readMetrics(registry: Registry): ReadMetrics {
   return {
-    reads: plainCounter(registry, {
+    reads: getOrCreateCounter(registry, {
       name: 'berth_webhook_api_reads_total',
       help: 'Direct API server reads made by admission reviews, by kind of read',
       labelNames: ['webhook', 'kind'],
     }),
-    readsPerReview: plainHistogram(registry, {
+    readSeconds: getOrCreateHistogram(registry, {
+      name: 'berth_webhook_api_read_duration_seconds',
+      help: 'Latency of the direct API server reads of admission reviews, by kind of read',
+      labelNames: ['webhook', 'kind'],
+      buckets: exponentialBuckets(0.001, 2, 14),
+    }),
+    readsPerReview: getOrCreateHistogram(registry, {
       name: 'berth_webhook_api_reads_per_review',
       help: 'Direct API server reads made by one admission review',
       labelNames: ['webhook'],

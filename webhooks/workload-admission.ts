@@ -1,6 +1,7 @@
 // WorkloadAdmission's two handlers for the admission server: /mutate-managed-workloads and
 // /validate-managed-workloads, each review getting its own AdmissionIO, opened on its first read and bound to
-// the review's deadline, and its reads counted (berth_webhook_api_reads_total, ..._api_reads_per_review).
+// the review's deadline, and its reads counted and timed (berth_webhook_api_reads_total, ..._api_read_duration_seconds,
+// ..._api_reads_per_review).
 import type { Registry } from 'prom-client';
 import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../src/berth/api.ts';
 import type { KubeRequester } from '../src/kube/client.ts';
@@ -8,8 +9,7 @@ import { type Clock, realClock } from '../src/kube/clock.ts';
 import { type AdmissionMode, decideWorkloadAdmission } from './decide-workload.ts';
 import { type AdmissionIO, CountingIO, type ReadKind } from './io.ts';
 import { kubeAdmissionIO } from './kube-io.ts';
-import { readMetrics } from './metrics.ts';
-import type { CounterSeries } from './plain-metrics.ts';
+import { type CounterSeries, type HistogramSeries, readMetrics } from './metrics.ts';
 import type { AdmissionHandler } from './server.ts';
 
 export interface WorkloadAdmissionOptions {
@@ -26,13 +26,20 @@ export function workloadAdmissionHandlers(options: WorkloadAdmissionOptions): Ad
   const clock = options.clock ?? realClock;
   const now = (): number => clock.now();
   const handler = (path: string, mode: AdmissionMode): AdmissionHandler => {
-    const readsOf: Record<ReadKind, CounterSeries> = {
-      'list-leases': metrics.reads.series({ webhook: path, kind: 'list-leases' }),
-      'get-lease': metrics.reads.series({ webhook: path, kind: 'get-lease' }),
-      'get-workload': metrics.reads.series({ webhook: path, kind: 'get-workload' }),
+    const series = (kind: ReadKind): { count: CounterSeries; seconds: HistogramSeries } => ({
+      count: metrics.reads.labels({ webhook: path, kind }),
+      seconds: metrics.readSeconds.labels({ webhook: path, kind }),
+    });
+    const readsOf: Record<ReadKind, ReturnType<typeof series>> = {
+      'list-leases': series('list-leases'),
+      'get-lease': series('get-lease'),
+      'get-workload': series('get-workload'),
     };
-    const countRead = (kind: ReadKind): void => readsOf[kind].inc();
-    const readsPerReview = metrics.readsPerReview.series({ webhook: path });
+    const countRead = (kind: ReadKind, seconds: number): void => {
+      readsOf[kind].count.inc();
+      readsOf[kind].seconds.observe(seconds);
+    };
+    const readsPerReview = metrics.readsPerReview.labels({ webhook: path });
     return {
       path,
       async review(request, ctx) {

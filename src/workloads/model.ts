@@ -1,5 +1,5 @@
 // The workload objects both the reconciler's managed path and WorkloadAdmission read: the kinds (where
-// each is served), one lenient zod schema of the fields either reads, and its hand-written fast check.
+// each is served) and one lenient zod schema of the fields either reads.
 // Domain-free: nothing here knows BerthLeases (docs/architecture.md, "Packages"). Pure, and imports only
 // zod: src/berth/api.ts takes the owner-chain messages from this package, and what imports api.ts must not
 // load a Kubernetes client.
@@ -131,78 +131,11 @@ export type StoredWorkload = Workload & {
 
 export type ParseResult<T = Workload> = { ok: true; value: T } | { ok: false; error: string };
 
-// ---- the same checks as workloadSchema, hand-written for the admission hot path ----
-
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-/** JSON.parse makes `__proto__` an own key; zod's copy drops it, so such objects are left to zod. */
-const isPlain = (v: unknown): v is JsonObject => isObject(v) && !Object.hasOwn(v, '__proto__');
-const nullishOr = (v: unknown, check: (v: JsonObject) => boolean): boolean =>
-  v === undefined || v === null || (isPlain(v) && check(v));
 const nullishString = (v: unknown): boolean => v === undefined || v === null || typeof v === 'string';
 
-function isStringMap(v: JsonObject): boolean {
-  for (const key in v) if (typeof v[key] !== 'string') return false;
-  return true;
-}
-
-const isOwnerReference = (r: unknown): boolean =>
-  isPlain(r) &&
-  typeof r.apiVersion === 'string' &&
-  typeof r.kind === 'string' &&
-  typeof r.name === 'string' &&
-  typeof r.uid === 'string' &&
-  (r.controller === undefined || r.controller === null || typeof r.controller === 'boolean');
-
-const isGates = (v: unknown): boolean =>
-  v === undefined ||
-  v === null ||
-  (Array.isArray(v) && v.every((g) => isPlain(g) && typeof g.name === 'string'));
-
-const isMetadata = (m: JsonObject): boolean =>
-  nullishString(m.name) &&
-  nullishString(m.generateName) &&
-  nullishString(m.namespace) &&
-  nullishString(m.uid) &&
-  nullishString(m.resourceVersion) &&
-  nullishString(m.deletionTimestamp) &&
-  nullishOr(m.labels, isStringMap) &&
-  nullishOr(m.annotations, isStringMap) &&
-  (m.ownerReferences === undefined ||
-    m.ownerReferences === null ||
-    (Array.isArray(m.ownerReferences) && m.ownerReferences.every(isOwnerReference)));
-
-const isTemplate = (t: JsonObject): boolean =>
-  nullishOr(t.metadata, isMetadata) &&
-  nullishOr(t.spec, (s) => nullishString(s.nodeName) && isGates(s.schedulingGates));
-
-const isSpec = (s: JsonObject): boolean =>
-  nullishString(s.nodeName) &&
-  isGates(s.schedulingGates) &&
-  (s.replicas === undefined || s.replicas === null || Number.isFinite(s.replicas)) &&
-  nullishOr(s.template, isTemplate) &&
-  (s.suspend === undefined || s.suspend === null || typeof s.suspend === 'boolean') &&
-  nullishOr(
-    s.jobTemplate,
-    (j) => nullishOr(j.metadata, isMetadata) && nullishOr(j.spec, (js) => nullishOr(js.template, isTemplate)),
-  );
-
-/**
- * Whether workloadSchema accepts `raw` and its output equals `raw` (as isAdmissionReview does for the
- * review; workloads/model-fast-path.test.ts checks both on generated workloads). parseWorkload then hands
- * on `raw` itself instead of zod's copy of every object it checks (~5 % of a no-read review's
- * instructions), so a parsed workload must never be mutated: nothing does (stamp.ts patches a
- * structuredClone, the reconciler builds new patches).
- */
-export const isWorkload = (raw: unknown): raw is Workload =>
-  isPlain(raw) &&
-  nullishString(raw.apiVersion) &&
-  nullishString(raw.kind) &&
-  nullishOr(raw.metadata, isMetadata) &&
-  nullishOr(raw.spec, isSpec);
-
-/** The one parser of workload objects: the fast check, and zod for everything it does not accept. */
+/** The one parser of workload objects; the error names the first field that is wrong. */
 export function parseWorkload(raw: unknown): ParseResult {
-  if (isWorkload(raw)) return { ok: true, value: raw };
   const parsed = workloadSchema.safeParse(raw);
   if (parsed.success) return { ok: true, value: parsed.data };
   const issue = parsed.error.issues[0];

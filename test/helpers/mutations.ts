@@ -1,4 +1,4 @@
-// Generated edits of a JSON document for property tests of the admission fast paths: each mutation sets or
+// Generated edits of a JSON document for property tests of what the admission server parses: each mutation sets or
 // deletes the value at one of the given paths, creating the containers on the way, and the result is what
 // JSON.parse would hand the server (own `__proto__` keys kept, as JSON.parse keeps them).
 import fc from 'fast-check';

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { FINALIZER, validateSpec } from '../../../src/berth/api.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
-import { isWorkload } from '../../../src/workloads/model.ts';
+import { parseWorkload } from '../../../src/workloads/model.ts';
 import { BerthLeaseBuilder } from '../../builders/berthlease.ts';
 import { CronJobBuilder } from '../../builders/cronjob.ts';
 import { DeploymentBuilder } from '../../builders/deployment.ts';
@@ -54,7 +54,7 @@ describe('workload builders', () => {
       new JobBuilder('w'),
       new CronJobBuilder('w'),
     ])
-      expect(isWorkload(b.json())).toBe(true);
+      expect(parseWorkload(b.json()).ok).toBe(true);
   });
 
   it('set the Pod spec of a Pod and of a template alike', () => {
