@@ -253,6 +253,20 @@ function podAdmissionBlock(r: Figures): string {
       ]);
     }
   }
+  const waits: string[][] = [];
+  for (const cls of classes) {
+    for (const rate of rates) {
+      const on = (f: string): Value => r[`${cls}_webhooks_r${rate}_${f}`];
+      waits.push([
+        cls,
+        rate,
+        `${fmt(on('mutate_server_ms_per_review'))} / ${fmt(on('validate_server_ms_per_review'))}`,
+        fmt(on('read_ms_list_leases')),
+        `${fmt(on('read_ms_get_workload'))} / ${fmt(on('apiserver_get_ms'))}`,
+        `${fmt(on('operator_loop_lag_p99_ms'))} / ${fmt(on('operator_loop_lag_max_ms'))}`,
+      ]);
+    }
+  }
   return [
     table(
       [
@@ -270,6 +284,20 @@ function podAdmissionBlock(r: Figures): string {
         'send lag p99 ms (none / ours)',
       ],
       rows,
+    ),
+    '',
+    "Where a review's time goes (with our webhooks):",
+    '',
+    table(
+      [
+        'class',
+        'Pods/s',
+        'server ms per review (mutating / validating)',
+        'LIST BerthLeases, ms per read',
+        'GET owner, ms per read: as the review waited / as kube-apiserver served it',
+        "operator's event-loop delay p99 / max ms (its 10 ms sampling interval included)",
+      ],
+      waits,
     ),
     '',
     `API reads per review by class (mutating / validating, at the lowest rate): ${classes
@@ -421,60 +449,7 @@ function flatBlock(r: Figures): string {
   );
 }
 
-/**
- * Whether the hand-written fast paths' gain can show on the real-cluster figures: their combined saving
- * per review (FAST_PATH_GAIN_US, measured in earlier passes on the bare server) beside this run's added
- * latency per Pod and the webhooks' own time per review.
- */
-export const FAST_PATH_GAIN_US = 32;
-
-function fastPathsBlock(run: BenchRun): string {
-  const pa = run.results['pod-admission'];
-  const adm = run.results.admission;
-  if (pa === undefined)
-    return '_No `pod-admission` figures in this run: nothing to judge the fast paths on._';
-  const rate = String(pa.rates_pods_per_second ?? '')
-    .split(' ')
-    .includes('50')
-    ? '50'
-    : String(pa.rates_pods_per_second ?? '').split(' ')[1];
-  const rows = ['no_lease', 'beside_lease', 'managed'].map((cls) => {
-    const reviews = 1 + ((pa[`${cls}_webhooks_r${rate}_validate_reviews_per_pod`] as number) ?? 1);
-    const gainMs = (FAST_PATH_GAIN_US * reviews) / 1000;
-    const added = pa[`${cls}_r${rate}_added_p99_ms`] as number;
-    const server = pa[`${cls}_webhooks_r${rate}_mutate_server_ms_per_review`] as number;
-    return [
-      cls,
-      fmt(added),
-      fmt(server),
-      fmt(reviews),
-      fmt(gainMs, 3),
-      Number.isFinite(added) && added > 0 ? `${((gainMs / added) * 100).toPrecision(2)} %` : 'n/a',
-    ];
-  });
-  return [
-    table(
-      [
-        `class (${rate} Pods/s)`,
-        'added p99 ms',
-        'mutating review, server ms',
-        'reviews per Pod',
-        `fast paths' gain per Pod, ms (≤ ${FAST_PATH_GAIN_US} µs per review)`,
-        'gain / added p99',
-      ],
-      rows,
-    ),
-    ...(adm?.a_no_read_c1_server_cpu_us_per_review === undefined
-      ? []
-      : [
-          '',
-          `The bare server's own CPU per review in this run: ${fmt(adm.a_no_read_c1_server_cpu_us_per_review, 0)} µs for (a) at one connection (floor ${fmt(adm.floor_small_c1_server_cpu_us_per_review, 0)} µs).`,
-        ]),
-  ].join('\n');
-}
-
 const BLOCKS: Record<string, (run: BenchRun) => string> = {
-  fastpaths: fastPathsBlock,
   machine: machineBlock,
   goals: goalsBlock,
   'pod-admission': (run) => withResult(run, 'pod-admission', podAdmissionBlock),

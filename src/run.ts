@@ -86,7 +86,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
   const registry = createRegistry();
   const identity = defaultIdentity();
   // One API transport (one connection pool) for every feature of the process; closed last.
-  const transport = new KubeTransport(deps.kubeConfig);
+  const transport = new KubeTransport(deps.kubeConfig, { registry });
   const elector = config.leaderElect
     ? new LeaderElector({
         client: kubeLeaseClient(deps.kubeConfig, transport),

@@ -94,6 +94,12 @@ const stampedBelowRoot = (owner: ChainLink, next: OwnerRef): boolean =>
   ((owner.kind === 'ReplicaSet' && next.kind === 'Deployment') ||
     (owner.kind === 'Job' && next.kind === 'CronJob'));
 
+/**
+ * Whether the chain of `o` may end at a Job (a Pod's Job without a CronJob), which no lease can target:
+ * the LIST of leases is then only sent once the walk has shown that the root is a CronJob.
+ */
+const mayEndAtJob = (o: Workload): boolean => followedOwner(o)?.kind === 'Job';
+
 /** The live owner chain of `o`, the object first; its failures are resolution errors. */
 async function ownerChain(
   o: Workload,
@@ -123,6 +129,12 @@ async function resolveChain(
   apiVersion: string,
   ctx: ResolveContext,
 ): Promise<Binding | undefined> {
+  // The LIST of leases does not depend on the walk, so where the walk will end at a root kind it is sent
+  // beside the walk's GETs: the review then waits for the slower of them, not for their sum (a consistent
+  // LIST waits for the API server's watch cache; docs/admission.md, "What it costs"). Its snapshot is
+  // still taken after the review began, which is all the consistency the decision rests on.
+  const early = mayEndAtJob(o) ? undefined : listed(() => ctx.leases.all());
+  early?.catch(() => {}); // awaited below, unless the walk fails first
   const { links, unread } = await ownerChain(o, kind, apiVersion, ctx);
   const last = links[links.length - 1]!;
   const root =
@@ -136,7 +148,8 @@ async function resolveChain(
       : { kind: unread.kind, apiVersion: KINDS[unread.kind].apiVersion, name: unread.name, uid: unread.uid };
   let binding: Binding | undefined;
   if (isRootKind(root.kind)) {
-    const matches = (await listed(() => ctx.leases.all())).map(leaseFacts).filter((l) => targets(l, root));
+    const leases = await (early ?? listed(() => ctx.leases.all()));
+    const matches = leases.map(leaseFacts).filter((l) => targets(l, root));
     if (matches.length > 1) throw new ResolveError('multiple-leases', AdmissionMessage.multipleLeases);
     const lease = matches[0];
     if (lease !== undefined) binding = { name: lease.name, uid: lease.uid, targetUID: root.uid };

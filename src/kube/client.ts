@@ -19,7 +19,9 @@ import {
   setHeaderOptions,
   type V1Status,
 } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
 import { type Clock, realClock } from './clock.ts';
+import { type RestClientMetrics, restClientMetrics } from './rest-client-metrics.ts';
 
 // ---- KubeConfig loading ----
 
@@ -244,6 +246,8 @@ export interface KubeTransportOptions {
    */
   requestTimeoutMs?: number;
   clock?: Clock;
+  /** Where rest_client_requests_total and rest_client_request_duration_seconds go (default: nowhere). */
+  registry?: Registry;
 }
 
 /** A request that got no complete answer within the transport's request timeout. */
@@ -271,11 +275,13 @@ export class KubeTransport implements KubeRequester {
   readonly #pool = new DispatcherReuse();
   readonly #timeoutMs: number;
   readonly #clock: Clock;
+  readonly #metrics: RestClientMetrics | undefined;
 
   constructor(kc: KubeConfig, options: KubeTransportOptions = {}) {
     this.#kc = kc;
     this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#clock = options.clock ?? realClock;
+    this.#metrics = options.registry ? restClientMetrics(options.registry) : undefined;
   }
 
   get server(): string {
@@ -285,11 +291,20 @@ export class KubeTransport implements KubeRequester {
   }
 
   async request(req: RawRequest): Promise<RawResponse> {
+    const started = performance.now();
+    const method = req.method ?? 'GET';
     const url = new URL(this.server + req.path);
     for (const [key, value] of Object.entries(req.query ?? {})) {
       if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
     }
-    const ctx = new RequestContext(url.toString(), HttpMethod[req.method ?? 'GET']);
+    let observed = false;
+    // Once per request: at the end of its answer, or of its headers when the caller streams it.
+    const observe = (code: number | '<error>'): void => {
+      if (observed || this.#metrics === undefined) return;
+      observed = true;
+      this.#metrics.observe(method, url.host, code, (performance.now() - started) / 1000);
+    };
+    const ctx = new RequestContext(url.toString(), HttpMethod[method]);
     await this.#kc.applySecurityAuthentication(ctx);
     this.#pool.apply(ctx);
     ctx.setHeaderParam('Accept', 'application/json');
@@ -297,50 +312,48 @@ export class KubeTransport implements KubeRequester {
       ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
       ctx.setBody(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
     }
-    const method = req.method ?? 'GET';
     const timeoutMs = req.timeoutMs ?? this.#timeoutMs;
     const bounded = timeoutMs > 0 && Number.isFinite(timeoutMs) && !isWatchRequest(req);
-    if (!bounded) {
-      if (req.signal) ctx.setSignal(req.signal);
-      const res = await this.#http.send(ctx).toPromise();
-      return {
-        status: res.httpStatusCode,
-        headers: lowerCaseKeys(res.headers),
-        text: () => res.body.text(),
-        stream: () => res.body.stream(),
-      };
-    }
-    const timeout = new AbortController();
-    const timer = this.#clock.setTimeout(
-      () => timeout.abort(new RequestTimeoutError(method, req.path, timeoutMs)),
-      timeoutMs,
-    );
-    ctx.setSignal(req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal);
-    // Whatever fetch rejects with on abort, report the timeout as such (a caller's own abort stays as is).
-    const timedOut = (err: unknown): unknown =>
-      timeout.signal.aborted && !req.signal?.aborted ? timeout.signal.reason : err;
+    let timer: { cancel(): void } | undefined;
+    let timedOut = (err: unknown): unknown => err;
+    if (bounded) {
+      const timeout = new AbortController();
+      timer = this.#clock.setTimeout(
+        () => timeout.abort(new RequestTimeoutError(method, req.path, timeoutMs)),
+        timeoutMs,
+      );
+      ctx.setSignal(req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal);
+      // Whatever fetch rejects with on abort, report the timeout as such (a caller's own abort stays as is).
+      timedOut = (err) => (timeout.signal.aborted && !req.signal?.aborted ? timeout.signal.reason : err);
+    } else if (req.signal) ctx.setSignal(req.signal);
     let res: ResponseContext;
     try {
       res = await this.#http.send(ctx).toPromise();
     } catch (err) {
-      timer.cancel();
+      timer?.cancel();
+      observe('<error>');
       throw timedOut(err);
     }
+    const status = res.httpStatusCode;
     return {
-      status: res.httpStatusCode,
+      status,
       headers: lowerCaseKeys(res.headers),
       text: async () => {
         try {
-          return await res.body.text();
+          const text = await res.body.text();
+          observe(status);
+          return text;
         } catch (err) {
+          observe('<error>');
           throw timedOut(err);
         } finally {
-          timer.cancel();
+          timer?.cancel();
         }
       },
-      // A caller streaming a non-watch response reads it at its own pace: the bound ends here.
+      // A caller streaming a response reads it at its own pace: the bound ends here.
       stream: () => {
-        timer.cancel();
+        timer?.cancel();
+        observe(status);
         return res.body.stream();
       },
     };

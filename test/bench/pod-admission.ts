@@ -17,7 +17,9 @@
 // configurations deleted). Modes alternate per class, so a class's two figures are minutes apart at most.
 // API reads per review come from the operator's own counters (berth_webhook_api_reads_total over
 // controller_runtime_webhook_requests_total, per webhook); the operator reaches the API server directly,
-// as its ServiceAccount, so no proxy hop is added to its reads. BERTH_BENCH_OPERATOR_NODE_OPTIONS is appended
+// as its ServiceAccount, so no proxy hop is added to its reads. Where a review's time goes: each kind of read as
+// the review waited for it (berth_webhook_api_read_duration_seconds), an owner's GET as kube-apiserver served
+// it (its apiserver_request_duration_seconds), and the operator's event-loop delay over the window. BERTH_BENCH_OPERATOR_NODE_OPTIONS is appended
 // to the operator's NODE_OPTIONS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: a profile per operator start,
 // written when it is stopped between modes).
 
@@ -103,19 +105,40 @@ interface WebhookCounters {
   reviews: Record<string, number>;
   reads: Record<string, number>;
   latencySeconds: Record<string, number>;
+  /** The reviews' reads by kind (berth_webhook_api_read_duration_seconds): seconds and count. */
+  readSeconds: Record<string, number>;
+  readCount: Record<string, number>;
+  /** Event-loop delay since the previous scrape (prom-client resets its monitor on every scrape). */
+  loopLagP99Ms: number;
+  loopLagMaxMs: number;
   cpuSeconds: number;
 }
 
 const WEBHOOKS = { mutate: MUTATE_WORKLOADS_PATH, validate: VALIDATE_WORKLOADS_PATH } as const;
+const READ_KINDS = ['get-workload', 'list-leases', 'get-lease'] as const;
 
 async function counters(op: OperatorProcess): Promise<WebhookCounters> {
   const text = await scrapeMetrics(await op.metrics());
-  const out: WebhookCounters = { reviews: {}, reads: {}, latencySeconds: {}, cpuSeconds: 0 };
+  const out: WebhookCounters = {
+    reviews: {},
+    reads: {},
+    latencySeconds: {},
+    readSeconds: {},
+    readCount: {},
+    loopLagP99Ms: metricSum(text, 'nodejs_eventloop_lag_p99_seconds') * 1000,
+    loopLagMaxMs: metricSum(text, 'nodejs_eventloop_lag_max_seconds') * 1000,
+    cpuSeconds: 0,
+  };
   for (const [key, path] of Object.entries(WEBHOOKS)) {
     const label = `webhook="${path}"`;
     out.reviews[key] = metricSum(text, 'controller_runtime_webhook_requests_total', label);
     out.reads[key] = metricSum(text, 'berth_webhook_api_reads_total', label);
     out.latencySeconds[key] = metricSum(text, 'controller_runtime_webhook_latency_seconds_sum', label);
+  }
+  for (const kind of READ_KINDS) {
+    const label = `kind="${kind}"`;
+    out.readSeconds[kind] = metricSum(text, 'berth_webhook_api_read_duration_seconds_sum', label);
+    out.readCount[kind] = metricSum(text, 'berth_webhook_api_read_duration_seconds_count', label);
   }
   out.cpuSeconds = (await usage(op.child.pid ?? 0)).cpuSeconds;
   return out;
@@ -260,13 +283,34 @@ export async function benchPodAdmission(
      * ServiceAccount falls in flow schema `service-accounts`; no other ServiceAccount outside kube-system
      * sends requests here), as a sum and a count of seconds from the server's /metrics.
      */
-    const apfWait = async (): Promise<{ sum: number; count: number; rejected: number }> => {
+    const apfWait = async (): Promise<{
+      sum: number;
+      count: number;
+      rejected: number;
+      getSeconds: number;
+      gets: number;
+    }> => {
       const text = (await api.raw('GET', '/metrics')).body;
       const schema = 'flow_schema="service-accounts"';
+      // Only the webhooks GET ReplicaSets and Deployments here (the controllers read them from informers).
+      const gets = (suffix: string): number =>
+        ['replicasets', 'deployments'].reduce(
+          (n, resource) =>
+            n +
+            metricSum(
+              text,
+              `apiserver_request_duration_seconds_${suffix}`,
+              'verb="GET"',
+              `resource="${resource}"`,
+            ),
+          0,
+        );
       return {
         sum: metricSum(text, 'apiserver_flowcontrol_request_wait_duration_seconds_sum', schema),
         count: metricSum(text, 'apiserver_flowcontrol_request_wait_duration_seconds_count', schema),
         rejected: metricSum(text, 'apiserver_flowcontrol_rejected_requests_total', schema),
+        getSeconds: gets('sum'),
+        gets: gets('count'),
       };
     };
     const cells = new Map<string, Figures>();
@@ -311,6 +355,16 @@ export async function benchPodAdmission(
         f.operator_cpu_ms_per_pod = ((after.cpuSeconds - before.cpuSeconds) / posted) * 1000;
         f.operator_apf_wait_ms_per_request = ((apf1.sum - apf0.sum) / (apf1.count - apf0.count)) * 1000;
         f.operator_apf_rejected = apf1.rejected - apf0.rejected;
+        // An owner's GET as kube-apiserver served it (beside read_ms_get_workload, as the review waited for it).
+        f.apiserver_get_ms = ((apf1.getSeconds - apf0.getSeconds) / (apf1.gets - apf0.gets)) * 1000;
+        for (const kind of READ_KINDS) {
+          const n = after.readCount[kind]! - before.readCount[kind]!;
+          if (n > 0)
+            f[`read_ms_${kind.replace('-', '_')}`] =
+              ((after.readSeconds[kind]! - before.readSeconds[kind]!) / n) * 1000;
+        }
+        f.operator_loop_lag_p99_ms = after.loopLagP99Ms;
+        f.operator_loop_lag_max_ms = after.loopLagMaxMs;
       }
       cells.set(`${cls}_${mode}_r${rate}`, f);
       log(`pod-admission: ${cls} ${mode} ${rate}/s: ${JSON.stringify(f)}`);

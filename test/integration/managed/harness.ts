@@ -27,7 +27,7 @@ import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclien
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
+import { isConflict, KubeTransport } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
@@ -319,7 +319,11 @@ export interface ManagedOperator {
   central: RecordingLeaseClient;
   registry: Registry;
   recorder: EventRecorder;
-  /** One reconcile of a lease, directly (no queue). */
+  /**
+   * One reconcile of a lease, directly (no queue). A reconcile that fails on a write conflict (the target's
+   * controller wrote its status between our read and our write, more often than the reconcile's own
+   * retries cover on a loaded machine) is run again, at most five times, as the queue would requeue it.
+   */
   reconcile(name: string, signal?: AbortSignal): ReturnType<BerthLeaseController['reconciler']['reconcile']>;
   metric(name: string, labels?: Record<string, string>): Promise<number | undefined>;
   /** A histogram's count and sum (seconds). */
@@ -371,8 +375,18 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
     central,
     registry,
     recorder,
-    reconcile: (name, signal) =>
-      controller.reconciler.reconcile(`${NS}/${name}`, reconcileContext(NS, name, logger, signal)),
+    async reconcile(name, signal) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await controller.reconciler.reconcile(
+            `${NS}/${name}`,
+            reconcileContext(NS, name, logger, signal),
+          );
+        } catch (err) {
+          if (!isConflict(err) || attempt >= 5) throw err;
+        }
+      }
+    },
     metric: (name, labels = {}) => sumMetric(registry, name, labels),
     async histogram(name) {
       const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];

@@ -23,6 +23,7 @@ import {
   statusOf,
 } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
+import { createRegistry } from '../../../src/observability/metrics.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 const status = (code: number, reason: string, extra: Record<string, unknown> = {}): string =>
@@ -306,5 +307,64 @@ describe('KubeTransport request timeout', () => {
     caller.abort(new Error('caller gave up'));
     expect(await outcome(req)).toBe('rejected: Error: caller gave up');
     expect(clock.pending()).toBe(0);
+  });
+});
+
+describe('KubeTransport metrics', () => {
+  it("count every request as client-go's rest_client metrics do, once, at the end of its answer", async () => {
+    const srv = createServer((req, res) => {
+      if (req.url?.includes('watch=true')) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.write('{"type":"BOOKMARK"}\n');
+        return;
+      }
+      const found = req.url === '/api/v1/namespaces/default';
+      res.writeHead(found ? 200 : 404, { 'Content-Type': 'application/json' });
+      res.end(found ? '{"kind":"Namespace"}' : status(404, 'NotFound'));
+    });
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const { port } = srv.address() as AddressInfo;
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: 'u', token: 't' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const registry = createRegistry({ defaultMetrics: false });
+    const transport = new KubeTransport(kc, { registry });
+    try {
+      for (const path of [
+        '/api/v1/namespaces/default',
+        '/api/v1/namespaces/default',
+        '/api/v1/namespaces/gone',
+      ]) {
+        const res = await transport.request({ path });
+        await res.text();
+        await res.text().catch(() => '');
+      }
+      const watch = await transport.request({ path: '/api/v1/pods', query: { watch: true } });
+      await watch.stream()?.cancel();
+      const text = await registry.metrics();
+      const host = `127.0.0.1:${port}`;
+      expect(text).toContain(`rest_client_requests_total{code="200",method="GET",host="${host}"} 3`);
+      expect(text).toContain(`rest_client_requests_total{code="404",method="GET",host="${host}"} 1`);
+      expect(text).toContain(`rest_client_request_duration_seconds_count{verb="GET",host="${host}"} 4`);
+      expect(text).toContain(
+        `rest_client_request_duration_seconds_bucket{le="60",verb="GET",host="${host}"} 4`,
+      );
+    } finally {
+      await transport.close();
+      srv.closeAllConnections();
+      await new Promise<void>((resolve) => srv.close(() => resolve()));
+    }
+    // No answer at all: counted as client-go does, with code <error>.
+    const afterClose = createRegistry({ defaultMetrics: false });
+    const refused = new KubeTransport(kc, { registry: afterClose });
+    await expect(refused.request({ path: '/api/v1/namespaces/default' })).rejects.toThrow();
+    expect(await afterClose.metrics()).toContain(
+      `rest_client_requests_total{code="<error>",method="GET",host="127.0.0.1:${port}"} 1`,
+    );
+    await refused.close();
   });
 });

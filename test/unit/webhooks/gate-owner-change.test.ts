@@ -165,8 +165,8 @@ describe('the CI counterexample (seed -186193975): owner, metadata and gate drop
     // The live ReplicaSet carries the lease's stamp, so its Deployment is matched by reference, unread
     // (docs/admission.md, "Reads per review"); an unstamped one is walked on (resolve.test.ts).
     expect(w.io.reads()).toEqual([
-      { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
       { op: 'list-leases', namespace: 'shop', limit: undefined },
+      { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
     ]);
   });
 });
@@ -328,7 +328,7 @@ describe('unmanaged Pods stay unaffected', () => {
     const old = pod(w, { owner: 'unmanaged-rs', stamp: 'none', gated: true });
     const next = ungated(withOwner(w, old, 'none'));
     expect(await w.validate(request('Pod', 'UPDATE', next, { old }))).toEqual({ allowed: true });
-    expect(w.io.reads().map((r) => r.op)).toEqual(['get-workload', 'list-leases']);
+    expect(w.io.reads().map((r) => r.op)).toEqual(['list-leases', 'get-workload']);
   });
 
   it('a Pod whose owners do not change is decided without reading the old owners twice', async () => {

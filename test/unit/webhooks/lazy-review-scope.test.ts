@@ -112,11 +112,12 @@ describe("WorkloadAdmission's API client", () => {
     expect(opened).toEqual([]);
     expect(taken).toBe(0);
 
-    // An owner to look up (it is gone: the walk ends there): one read through one client.
+    // An owner to look up (it is gone: the walk ends there) and, beside it, the namespace's leases: two
+    // reads through one client.
     fake.addLease(berthLease('web', { target: { kind: 'Deployment', name: 'web' } }));
     const owned = workload('Pod', 'web-1', { owner: { kind: 'ReplicaSet', name: 'web-5d9c', uid: 'rs-1' } });
     await mutate!.review(request('Pod', 'CREATE', owned), ctx);
-    expect(fake.reads().map((c) => c.op)).toEqual(['get-workload']);
+    expect(fake.reads().map((c) => c.op)).toEqual(['list-leases', 'get-workload']);
     expect(opened).toEqual([signal]);
     expect(taken).toBe(1);
   });

@@ -103,9 +103,10 @@ describe('owner chains are always walked, as in the Go operator', () => {
         request('Pod', 'CREATE', decide === w.mutate ? pod : stamped('Pod', pod, w.binding)),
       );
       expect(d.allowed).toBe(true);
+      // The LIST goes out beside the walk's GET (the review waits for the slower, not for both).
       expect(w.io.calls).toEqual([
-        { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
         { op: 'list-leases', namespace: 'shop', limit: undefined },
+        { op: 'get-workload', kind: 'ReplicaSet', namespace: 'shop', name: 'web-5d9c' },
       ]);
     }
   });
@@ -130,11 +131,39 @@ describe('owner chains are always walked, as in the Go operator', () => {
         reason: 'no-live-lease',
       });
       expect(w.io.calls.map((c) => (c.op === 'get-workload' ? c.kind : c.op))).toEqual([
+        'list-leases',
         'ReplicaSet',
         'Deployment',
-        'list-leases',
       ]);
     }
+  });
+
+  it("a Job's Pod lists leases only once the walk has found a CronJob above the Job", async () => {
+    const w = world();
+    w.io.addWorkload('Job', workload('Job', 'once', { uid: 'job-1' }));
+    const pod = workload('Pod', 'once-x', { owner: { kind: 'Job', name: 'once', uid: 'job-1' } });
+    expect(await w.mutate(request('Pod', 'CREATE', pod))).toEqual({ allowed: true });
+    // No lease can target a Job: its Pod costs the Job's GET and nothing else.
+    expect(w.io.calls.map((c) => c.op)).toEqual(['get-workload']);
+
+    w.io.calls.length = 0;
+    w.io.addWorkload('CronJob', workload('CronJob', 'hourly', { uid: 'cj-1' }));
+    w.io.addWorkload(
+      'Job',
+      workload('Job', 'hourly-1', {
+        uid: 'job-2',
+        owner: { kind: 'CronJob', name: 'hourly', uid: 'cj-1' },
+      }),
+    );
+    const scheduled = workload('Pod', 'hourly-1-x', {
+      owner: { kind: 'Job', name: 'hourly-1', uid: 'job-2' },
+    });
+    expect(await w.mutate(request('Pod', 'CREATE', scheduled))).toEqual({ allowed: true });
+    expect(w.io.calls.map((c) => (c.op === 'get-workload' ? c.kind : c.op))).toEqual([
+      'Job',
+      'CronJob',
+      'list-leases',
+    ]);
   });
 
   it('under a stamped ReplicaSet whose Deployment was replaced, a Pod is born gated, never let in ungated', async () => {
