@@ -457,6 +457,7 @@ const BLOCKS: Record<string, (run: BenchRun) => string> = {
   leases: (run) => withResult(run, 'leases', leasesBlock),
   nodetaint: (run) => withResult(run, 'nodetaint', nodetaintBlock),
   failover: (run) => withResult(run, 'failover', failoverBlock),
+  'api-client': (run) => withResult(run, 'api-client', flatBlock),
   apiserver: (run) => withResult(run, 'apiserver', flatBlock),
   central: (run) => withResult(run, 'central', flatBlock),
   helper: (run) => withResult(run, 'helper', flatBlock),

@@ -7,10 +7,10 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { Readable } from 'node:stream';
 import {
   type ConfigurationOptions,
   HttpMethod,
-  IsomorphicFetchHttpLibrary,
   KubeConfig,
   Observable,
   PatchStrategy,
@@ -20,6 +20,7 @@ import {
   type V1Status,
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
+import { request as undiciRequest } from 'undici';
 import { type Clock, realClock } from './clock.ts';
 import { type RestClientMetrics, restClientMetrics } from './rest-client-metrics.ts';
 
@@ -264,14 +265,15 @@ function isWatchRequest(req: RawRequest): boolean {
 }
 
 /**
- * Requests through the KubeConfig's authentication and TLS settings (the same undici fetch the typed
- * clients use). Authentication is applied per request, so rotating tokens keep working; the connection
- * pool (dispatcher) is created once and reused. Non-watch requests are bounded by a request timeout,
- * so a server or connection that never answers cannot hang a caller (a reconcile, a stop()) forever.
+ * Requests through the KubeConfig's authentication and TLS settings, on the undici dispatcher client-node
+ * builds for them. Authentication is applied per request, so rotating tokens keep working; the connection
+ * pool (dispatcher) is created once and reused. The request itself is undici's `request`, not the `fetch`
+ * client-node's typed clients go through: the same connections and the same library, at about 0.7 of the
+ * CPU per request (docs/performance.md, "The API client"). Non-watch requests are bounded by a request
+ * timeout, so a server or connection that never answers cannot hang a caller (a reconcile, a stop()).
  */
 export class KubeTransport implements KubeRequester {
   readonly #kc: KubeConfig;
-  readonly #http = new IsomorphicFetchHttpLibrary();
   readonly #pool = new DispatcherReuse();
   readonly #timeoutMs: number;
   readonly #clock: Clock;
@@ -307,14 +309,16 @@ export class KubeTransport implements KubeRequester {
     const ctx = new RequestContext(url.toString(), HttpMethod[method]);
     await this.#kc.applySecurityAuthentication(ctx);
     this.#pool.apply(ctx);
-    ctx.setHeaderParam('Accept', 'application/json');
+    const headers: Record<string, string> = { ...ctx.getHeaders(), Accept: 'application/json' };
+    let body: string | undefined;
     if (req.body !== undefined) {
-      ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
-      ctx.setBody(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
+      headers['Content-Type'] = req.contentType ?? 'application/json';
+      body = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     }
     const timeoutMs = req.timeoutMs ?? this.#timeoutMs;
     const bounded = timeoutMs > 0 && Number.isFinite(timeoutMs) && !isWatchRequest(req);
     let timer: { cancel(): void } | undefined;
+    let signal = req.signal;
     let timedOut = (err: unknown): unknown => err;
     if (bounded) {
       const timeout = new AbortController();
@@ -322,22 +326,28 @@ export class KubeTransport implements KubeRequester {
         () => timeout.abort(new RequestTimeoutError(method, req.path, timeoutMs)),
         timeoutMs,
       );
-      ctx.setSignal(req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal);
-      // Whatever fetch rejects with on abort, report the timeout as such (a caller's own abort stays as is).
+      signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
+      // Whatever undici rejects with on abort, report the timeout as such (a caller's own abort stays as is).
       timedOut = (err) => (timeout.signal.aborted && !req.signal?.aborted ? timeout.signal.reason : err);
-    } else if (req.signal) ctx.setSignal(req.signal);
-    let res: ResponseContext;
+    }
+    let res: Awaited<ReturnType<typeof undiciRequest>>;
     try {
-      res = await this.#http.send(ctx).toPromise();
+      res = await undiciRequest(url, {
+        method,
+        headers,
+        body,
+        signal,
+        dispatcher: ctx.getDispatcher(),
+      });
     } catch (err) {
       timer?.cancel();
       observe('<error>');
       throw timedOut(err);
     }
-    const status = res.httpStatusCode;
+    const status = res.statusCode;
     return {
       status,
-      headers: lowerCaseKeys(res.headers),
+      headers: joinedHeaders(res.headers),
       text: async () => {
         try {
           const text = await res.body.text();
@@ -354,7 +364,7 @@ export class KubeTransport implements KubeRequester {
       stream: () => {
         timer?.cancel();
         observe(status);
-        return res.body.stream();
+        return Readable.toWeb(res.body) as ReadableStream<Uint8Array>;
       },
     };
   }
@@ -368,9 +378,12 @@ export class KubeTransport implements KubeRequester {
   }
 }
 
-function lowerCaseKeys(headers: Record<string, string>): Record<string, string> {
+/** undici's response headers (lower-case names, repeated ones as arrays) as one string per name. */
+function joinedHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) out[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { ensureBinaries } from '../../hack/controlplane/build.ts';
 import { stopOperatorProcesses } from '../helpers/operator-process.ts';
 import { benchAdmission } from './admission.ts';
+import { benchApiClient } from './api-client.ts';
 import { benchApiServer } from './apiserver.ts';
 import { benchCentral } from './central.ts';
 import { stopControlPlanes } from './controlplane.ts';
@@ -91,6 +92,14 @@ const BENCHMARKS: Benchmark[] = [
               replicas: 2,
               managed: true,
             },
+        log,
+      ),
+  },
+  {
+    name: 'api-client',
+    run: (quick, log) =>
+      benchApiClient(
+        quick ? { gets: 400, concurrency: 4, rounds: 1 } : { gets: 3_000, concurrency: 4, rounds: 2 },
         log,
       ),
   },
