@@ -209,6 +209,18 @@ describe('resourcePath', () => {
   });
 });
 
+/** A kubeconfig for a plain-HTTP test server on loopback, with a bearer token. */
+function plainKubeConfig(port: number): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return kc;
+}
+
 describe('KubeTransport request timeout', () => {
   // A server that answers nothing (`hang`), or only the headers and half a body (`stall`), or a watch
   // that stays open; the test clock decides when the transport gives up.
@@ -225,13 +237,7 @@ describe('KubeTransport request timeout', () => {
     });
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
     const { port } = srv.address() as AddressInfo;
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
+    const kc = plainKubeConfig(port);
     const clock = new ManualClock();
     const transport = new KubeTransport(kc, { requestTimeoutMs: 5_000, clock });
     cleanups.push(async () => {
@@ -324,13 +330,7 @@ describe('KubeTransport metrics', () => {
     });
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
     const { port } = srv.address() as AddressInfo;
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
+    const kc = plainKubeConfig(port);
     const registry = createRegistry({ defaultMetrics: false });
     const transport = new KubeTransport(kc, { registry });
     try {
