@@ -2,13 +2,8 @@
 // race-safe: create (whoever comes first wins; the others get AlreadyExists and read the winner's), and
 // replace guarded by the resourceVersion that was read (a 409 means someone else wrote first: re-read).
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import {
-  DispatcherReuse,
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  typedRequestOptions,
-} from '../src/kube/client.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../src/kube/client.ts';
+import { DispatcherReuse, typedRequestOptions } from '../src/kube/transport.ts';
 
 /** The Secret's data, decoded (PEM strings by key). */
 export type CaData = Record<string, string>;

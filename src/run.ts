@@ -35,10 +35,11 @@ import {
 import { injectionFlags } from './injection/flags.ts';
 import { injectionHandlers } from './injection/handlers.ts';
 import { injectorSettings } from './injection/settings.ts';
-import { KubeTransport, loadKubeConfig } from './kube/client.ts';
+import { loadKubeConfig } from './kube/client.ts';
 import { EventRecorder, eventSinkFor } from './kube/events.ts';
 import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
 import { type LifecycleEvent, Manager } from './kube/manager.ts';
+import { KubeTransport } from './kube/transport.ts';
 import { NodeTaintGuard, nodeTaintFlags } from './nodetaint/index.ts';
 import { parseBindAddress } from './observability/health.ts';
 import { createLogger, type Logger } from './observability/logger.ts';

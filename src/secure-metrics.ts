@@ -12,10 +12,10 @@ import { FilesCertificateProvider } from '../certs/files.ts';
 import type { CertificateProvider } from '../certs/provider.ts';
 import { attachToTlsServer } from '../certs/tls-server.ts';
 import { reviewNonResourceAccess, reviewToken } from './kube/access-review.ts';
-import type { KubeRequester } from './kube/client.ts';
 import type { Clock } from './kube/clock.ts';
 import type { Runnable } from './kube/manager.ts';
 import { METRICS_ACCESS, ScrapeAuthorizer, type ScrapeCacheTtls } from './kube/metrics-auth.ts';
+import type { KubeRequester } from './kube/transport.ts';
 import type { MetricsSecurity } from './observability/health.ts';
 import type { Logger } from './observability/logger.ts';
 

@@ -16,9 +16,10 @@ import {
   VALIDATE_WORKLOADS_PATH,
   VALIDATE_WORKLOADS_WEBHOOK,
 } from '../src/berth/api.ts';
-import { isNotFound, type KubeRequester, readJson } from '../src/kube/client.ts';
+import { isNotFound, readJson } from '../src/kube/client.ts';
 import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
 import { matchesLabelSelector } from '../src/kube/labels.ts';
+import type { KubeRequester } from '../src/kube/transport.ts';
 import type { HealthCheck } from '../src/observability/health.ts';
 import type { Logger } from '../src/observability/logger.ts';
 import { apiErrorMessage } from './resolve.ts';

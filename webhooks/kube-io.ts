@@ -2,13 +2,8 @@
 // resourceVersion, so they are consistent reads from storage, never a possibly stale watch cache), made
 // through the project's client-node transport and aborted with the review's deadline.
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../src/berth/api.ts';
-import {
-  isNotFound,
-  type KubeRequester,
-  type RawRequest,
-  readJson,
-  resourcePath,
-} from '../src/kube/client.ts';
+import { isNotFound, readJson, resourcePath } from '../src/kube/client.ts';
+import type { KubeRequester, RawRequest } from '../src/kube/transport.ts';
 import { workloadPath } from '../src/workloads/paths.ts';
 import type { AdmissionIO, JsonObject, LeaseList } from './io.ts';
 

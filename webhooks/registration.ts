@@ -28,17 +28,11 @@ import type {
 import type { Counter, Registry } from 'prom-client';
 import { toCaBundleField } from '../certs/pem.ts';
 import type { CertificateProvider } from '../certs/provider.ts';
-import {
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  type KubeTransport,
-  type RawRequest,
-  readJson,
-} from '../src/kube/client.ts';
+import { isAlreadyExists, isConflict, isNotFound, readJson } from '../src/kube/client.ts';
 import type { Clock } from '../src/kube/clock.ts';
 import { Controller, type ReconcileContext, type ReconcileResult } from '../src/kube/controller.ts';
 import { Informer } from '../src/kube/informer.ts';
+import type { KubeTransport, RawRequest } from '../src/kube/transport.ts';
 import type { Logger } from '../src/observability/logger.ts';
 import { getOrCreateCounter } from '../src/observability/metrics.ts';
 

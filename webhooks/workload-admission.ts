@@ -4,8 +4,8 @@
 // ..._api_reads_per_review).
 import type { Registry } from 'prom-client';
 import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../src/berth/api.ts';
-import type { KubeRequester } from '../src/kube/client.ts';
 import { type Clock, realClock } from '../src/kube/clock.ts';
+import type { KubeRequester } from '../src/kube/transport.ts';
 import { type AdmissionMode, decideWorkloadAdmission } from './decide-workload.ts';
 import { type AdmissionIO, CountingIO, type ReadKind } from './io.ts';
 import { kubeAdmissionIO } from './kube-io.ts';

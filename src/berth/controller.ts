@@ -12,7 +12,6 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { type BuiltController, ControllerBuilder } from '../kube/builder.ts';
-import type { KubeRequester } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
@@ -28,6 +27,7 @@ import {
   type RateLimiter,
 } from '../kube/ratelimit.ts';
 import type { BackoffPolicy } from '../kube/restart-backoff.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, REQUEUE_ON_FAILURE_MS, VERSION, WorkloadPhase } from './api.ts';
 import type { LeaseEventRecorder } from './lease-reporter.ts';

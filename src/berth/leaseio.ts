@@ -3,7 +3,8 @@
 // merge patch carrying metadata.resourceVersion, and the status subresource replaced with a PUT that
 // carries it too. A stale copy therefore fails with 409 instead of overwriting a newer write.
 
-import { isNotFound, type KubeRequester, readJson, resourcePath } from '../kube/client.ts';
+import { isNotFound, readJson, resourcePath } from '../kube/client.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import {
   API_VERSION,
   type BerthLease,

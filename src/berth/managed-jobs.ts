@@ -6,12 +6,12 @@
 // removal — no per-Job polling (the original re-polls every second).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import type { KubeRequester } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import { Controller, type ReconcileContext, type ReconcileResult } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { BackoffPolicy } from '../kube/restart-backoff.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import type { Logger } from '../observability/logger.ts';
 import { type BerthLease, LOCAL_TIMEOUT_MS, MANAGED_LEASE, MANAGED_UID, WorkloadPhase } from './api.ts';
 import { suspendJob } from './drain.ts';

@@ -18,12 +18,12 @@
 // the release follows at once instead of on the next 1 s requeue.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import type { KubeRequester } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import { Controller, type ReconcileContext, type ReconcileResult } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { BackoffPolicy } from '../kube/restart-backoff.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import type { Logger } from '../observability/logger.ts';
 import { parseStoredWorkload } from '../workloads/model.ts';
 import { type BerthLease, LOCAL_TIMEOUT_MS, MANAGED_LEASE, MANAGED_UID, WorkloadPhase } from './api.ts';

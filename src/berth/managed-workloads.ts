@@ -20,7 +20,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import type { KubeRequester } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { ReconcileContext } from '../kube/controller.ts';
 import { ControllerRunnables } from '../kube/controller-runnables.ts';
@@ -28,6 +27,7 @@ import type { EventHandlers } from '../kube/informer.ts';
 import { objectKey, splitKey } from '../kube/keys.ts';
 import type { Runnable } from '../kube/manager.ts';
 import type { BackoffPolicy } from '../kube/restart-backoff.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import type { Logger } from '../observability/logger.ts';
 import { qualifiedName } from '../workloads/model.ts';
 import {

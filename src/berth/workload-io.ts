@@ -3,7 +3,8 @@
 // made on them, docs/behaviour.md §2.1) and LISTs carry no resourceVersion, so they are consistent reads. Every
 // write is guarded: merge patches name `metadata.resourceVersion` (and `metadata.uid`), deletes carry a
 // UID precondition. Objects are parsed with the workload model's one parser (src/workloads/model.ts).
-import { isConflict, isNotFound, type KubeRequester, readJson, statusOf } from '../kube/client.ts';
+import { isConflict, isNotFound, readJson, statusOf } from '../kube/client.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import {
   KINDS,
   parseStoredWorkload,

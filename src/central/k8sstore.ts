@@ -36,13 +36,11 @@ import {
   isConflict,
   isNotFound,
   isTooManyRequests,
-  type KubeRequester,
-  KubeTransport,
-  type RawRequest,
   readJson,
   retryAfterSeconds,
 } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
+import { type KubeRequester, KubeTransport, type RawRequest } from '../kube/transport.ts';
 import {
   isMigrated,
   type LeaseObject,

@@ -4,7 +4,8 @@
 // on virtual resources (nothing is stored). A rejected review rejects (KubeApiError, network or timeout
 // errors): the caller decides what an unanswered review means. The token is only ever sent in the body.
 import { z } from 'zod';
-import { type KubeRequester, readJson } from './client.ts';
+import { readJson } from './client.ts';
+import type { KubeRequester } from './transport.ts';
 
 /** Who a token belongs to, as the API server reports it (and as a SubjectAccessReview names it). */
 export interface UserInfo {

@@ -1,7 +1,8 @@
 // Creating a CustomResourceDefinition exactly as its manifest says. client-node's typed client cannot:
 // its model names the `x-kubernetes-*` fields `x_kubernetes_*` and drops them, CEL rules included.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { isAlreadyExists, KubeTransport, readJson } from './client.ts';
+import { isAlreadyExists, readJson } from './client.ts';
+import { KubeTransport } from './transport.ts';
 
 /** POSTs the CRD through a raw request; an existing CRD of that name is left as it is when `ifAbsent`. */
 export async function createCustomResourceDefinition(

@@ -17,17 +17,10 @@ import {
   type V1ObjectReference,
 } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.ts';
-import {
-  DispatcherReuse,
-  describeError,
-  isAlreadyExists,
-  isNotFound,
-  mergePatchOptions,
-  statusCodeOf,
-  typedRequestOptions,
-} from './client.ts';
+import { describeError, isAlreadyExists, isNotFound, mergePatchOptions, statusCodeOf } from './client.ts';
 import { type Clock, realClock } from './clock.ts';
 import { formatMicroTime } from './microtime.ts';
+import { DispatcherReuse, typedRequestOptions } from './transport.ts';
 
 export type EventType = 'Normal' | 'Warning';
 

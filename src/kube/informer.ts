@@ -20,7 +20,6 @@ import {
   describeError,
   isGone,
   KubeApiError,
-  type KubeRequester,
   type ResourceRef,
   readJson,
   resourcePath,
@@ -33,6 +32,7 @@ import { LineSplitter } from './lines.ts';
 import { diffRelist } from './relist.ts';
 import { type BackoffPolicy, DEFAULT_BACKOFF, restartDelay } from './restart-backoff.ts';
 import { IndexedStore, type IndexFunc, NAMESPACE_INDEX } from './store.ts';
+import type { KubeRequester } from './transport.ts';
 
 /** The default transform: drop `metadata.managedFields` (large and never read by controllers). */
 export function stripManagedFields<T extends KubernetesObject>(obj: T): T {

@@ -29,14 +29,7 @@ import {
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { Logger } from '../observability/logger.ts';
 import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
-import {
-  DispatcherReuse,
-  describeError,
-  isConflict,
-  isNotFound,
-  type KubeTransport,
-  typedRequestOptions,
-} from './client.ts';
+import { describeError, isConflict, isNotFound } from './client.ts';
 import { type Clock, realClock } from './clock.ts';
 import { Informer } from './informer.ts';
 import {
@@ -54,6 +47,7 @@ import {
   renewDeadlineAt,
   validateLeaderTimings,
 } from './leader-decision.ts';
+import { DispatcherReuse, type KubeTransport, typedRequestOptions } from './transport.ts';
 
 /** `os.hostname() + "_" + random UUID`, as controller-runtime builds its leader election identity. */
 export function defaultIdentity(): string {

@@ -13,13 +13,13 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { type BuiltController, ControllerBuilder } from '../kube/builder.ts';
-import type { KubeRequester } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import { matchesLabels } from '../kube/labels.ts';
 import type { Runnable } from '../kube/manager.ts';
 import type { BackoffPolicy } from '../kube/restart-backoff.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { NodeTaintConfig } from './config.ts';
 import { hasTaint } from './decide.ts';

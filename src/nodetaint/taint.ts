@@ -6,8 +6,9 @@
 // (client-go retry.DefaultRetry, as the agent's dropTaint uses); a conflict that persists is thrown.
 // It only ever adds: nothing here can remove a taint.
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { isConflict, isNotFound, type KubeRequester, readJson, resourcePath } from '../kube/client.ts';
+import { isConflict, isNotFound, readJson, resourcePath } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
+import type { KubeRequester } from '../kube/transport.ts';
 import { DEFAULT_FIELD_MANAGER, type GuardTaint } from './config.ts';
 import { hasTaint } from './decide.ts';
 

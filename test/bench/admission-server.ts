@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { KubeTransport } from '../../src/kube/client.ts';
+import { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { AdmissionServer, KEEP_ALIVE_TIMEOUT_MS, MAX_BODY_BYTES } from '../../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../../webhooks/workload-admission.ts';

@@ -7,7 +7,7 @@
 // is this process's user + system time over those GETs, and every client runs twice, interleaved.
 import { Agent, request as httpsRequest } from 'node:https';
 import { HttpMethod, IsomorphicFetchHttpLibrary, RequestContext } from '@kubernetes/client-node';
-import { DispatcherReuse, KubeTransport } from '../../src/kube/client.ts';
+import { DispatcherReuse, KubeTransport } from '../../src/kube/transport.ts';
 import { adminKubeConfig, benchControlPlane, describeServer } from './controlplane.ts';
 
 export interface ApiClientBenchOptions {

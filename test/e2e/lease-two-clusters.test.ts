@@ -13,9 +13,9 @@ import { berthFlags, leaseClientFor, parseBerthConfig } from '../../src/berth/co
 import { BerthLeaseController } from '../../src/berth/controller.ts';
 import { findCondition, parseTime } from '../../src/berth/status.ts';
 import { parseFlags } from '../../src/cli.ts';
-import { KubeTransport } from '../../src/kube/client.ts';
 import { EventRecorder, eventSinkFor } from '../../src/kube/events.ts';
 import { Manager } from '../../src/kube/manager.ts';
+import { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/observability/metrics.ts';
 import { BerthLeaseBuilder } from '../builders/berthlease.ts';

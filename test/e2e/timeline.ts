@@ -1,7 +1,7 @@
 // Feeds a cluster's Pods into the shared Timeline (test/helpers/timeline.ts) through a watch.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { KubeTransport } from '../../src/kube/client.ts';
 import { Informer } from '../../src/kube/informer.ts';
+import { KubeTransport } from '../../src/kube/transport.ts';
 import type { Timeline } from '../helpers/timeline.ts';
 import type { E2eCluster } from './cluster.ts';
 

@@ -30,7 +30,8 @@ import {
 } from '../../hack/controlplane/service-route.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
 import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
-import { isAlreadyExists, isNotFound, KubeTransport } from '../../src/kube/client.ts';
+import { isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
+import { KubeTransport } from '../../src/kube/transport.ts';
 import { eventually } from './eventually.ts';
 
 export type { LocalEndpoint, ServiceRoute };

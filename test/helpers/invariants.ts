@@ -44,7 +44,7 @@ import {
   SCHEDULING_GATE,
   VERSION,
 } from '../../src/berth/api.ts';
-import { DispatcherReuse, typedRequestOptions } from '../../src/kube/client.ts';
+import { DispatcherReuse, typedRequestOptions } from '../../src/kube/transport.ts';
 
 export interface WatchedCluster {
   name: string;

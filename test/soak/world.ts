@@ -7,7 +7,7 @@
 
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
 import { parseFlags } from '../../src/cli.ts';
-import { KubeTransport } from '../../src/kube/client.ts';
+import { KubeTransport } from '../../src/kube/transport.ts';
 import { NodeTaintGuard, nodeTaintFlags, parseNodeTaintConfig } from '../../src/nodetaint/index.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/observability/metrics.ts';

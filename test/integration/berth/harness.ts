@@ -21,10 +21,11 @@ import {
 } from '../../../src/berth/leaseclient.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
-import { isNotFound, KubeTransport } from '../../../src/kube/client.ts';
+import { isNotFound } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import type { ReconcileContext } from '../../../src/kube/controller.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';

@@ -13,8 +13,8 @@ import { BerthLeaseController } from '../../../src/berth/controller.ts';
 import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
 import { kubeBerthLeaseApi } from '../../../src/berth/leaseio.ts';
 import { findCondition, formatTime } from '../../../src/berth/status.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { type Central, Cluster, createOperator, type Operator, spec, startCentral } from './harness.ts';
 

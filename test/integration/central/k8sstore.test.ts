@@ -11,13 +11,13 @@ import { LeaseManager } from '../../../src/central/manager.ts';
 import type { LeaseRecord } from '../../../src/central/record.ts';
 import { startCentralServer } from '../../../src/central/server.ts';
 import { isStoreConflict } from '../../../src/central/store.ts';
+import { ManualClock } from '../../../src/kube/clock.ts';
 import {
   type KubeRequester,
   KubeTransport,
   type RawRequest,
   type RawResponse,
-} from '../../../src/kube/client.ts';
-import { ManualClock } from '../../../src/kube/clock.ts';
+} from '../../../src/kube/transport.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster } from '../../helpers/cluster.ts';

@@ -3,10 +3,11 @@
 import { CoreV1Api, type KubernetesObject, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { KubeTransport, mergePatchOptions } from '../../../src/kube/client.ts';
+import { mergePatchOptions } from '../../../src/kube/client.ts';
 import { Controller, type ControllerOptions, TerminalError } from '../../../src/kube/controller.ts';
 import { Informer } from '../../../src/kube/informer.ts';
 import { ItemExponentialFailureRateLimiter } from '../../../src/kube/ratelimit.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 

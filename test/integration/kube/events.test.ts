@@ -3,9 +3,10 @@
 // Event.
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeTransport, readJson } from '../../../src/kube/client.ts';
+import { readJson } from '../../../src/kube/client.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
 import { isMicroTime } from '../../../src/kube/microtime.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster } from '../../helpers/cluster.ts';

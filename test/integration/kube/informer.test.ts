@@ -4,9 +4,10 @@
 import { CoreV1Api, type KubernetesObject, type V1ConfigMap, type V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { KubeTransport, mergePatchOptions } from '../../../src/kube/client.ts';
+import { mergePatchOptions } from '../../../src/kube/client.ts';
 import { Informer, type InformerOptions } from '../../../src/kube/informer.ts';
 import { objectKey } from '../../../src/kube/keys.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { PodBuilder } from '../../builders/pod.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';

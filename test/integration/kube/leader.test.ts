@@ -4,9 +4,9 @@
 // leader stops renewing.
 import { CoordinationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DispatcherReuse, typedRequestOptions } from '../../../src/kube/client.ts';
 import { kubeLeaseClient, LeaderElector, type LeaderRunResult } from '../../../src/kube/leader.ts';
 import { JITTER_FACTOR, leaseDurationSeconds } from '../../../src/kube/leader-decision.ts';
+import { DispatcherReuse, typedRequestOptions } from '../../../src/kube/transport.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';

@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeTransport } from '../../../src/kube/client.ts';
 import { kubeLeaseClient } from '../../../src/kube/leader.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 
 let server: Server;
 let kc: KubeConfig;

@@ -27,9 +27,10 @@ import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclien
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
-import { isConflict, KubeTransport } from '../../../src/kube/client.ts';
+import { isConflict } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import {

@@ -13,8 +13,8 @@ import { kubeBerthLeaseApi } from '../../../src/berth/leaseio.ts';
 import { type LeaseSession, PermitError, permitPods } from '../../../src/berth/permit.ts';
 import { findCondition, stoppingStatus } from '../../../src/berth/status.ts';
 import { kubeWorkloadApi, type WorkloadApi } from '../../../src/berth/workload-io.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type Central, type RecordingLeaseClient, startCentral } from '../berth/harness.ts';
 import {

@@ -6,7 +6,7 @@
 import type { V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AdmissionMessage } from '../../../src/berth/api.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { decideWorkloadAdmission } from '../../../webhooks/decide-workload.ts';
 import { kubeAdmissionIO } from '../../../webhooks/kube-io.ts';
 import { eventually } from '../../helpers/eventually.ts';

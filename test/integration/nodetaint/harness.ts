@@ -26,9 +26,10 @@ import {
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { parseFlags } from '../../../src/cli.ts';
-import { isNotFound, KubeTransport } from '../../../src/kube/client.ts';
+import { isNotFound } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { type NodeTaintConfig, nodeTaintFlags, parseNodeTaintConfig } from '../../../src/nodetaint/config.ts';
 import { NodeTaintGuard } from '../../../src/nodetaint/controller.ts';
 import { nodeTaintRbacObjects } from '../../../src/nodetaint/rbac.ts';

@@ -17,7 +17,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
-import { KubeTransport } from '../../../src/kube/client.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import {
   mutatingWebhookConfiguration,
   readWebhookConfigurations,

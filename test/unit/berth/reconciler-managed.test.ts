@@ -7,8 +7,8 @@ import { type BerthLeaseSpec, ReconcileError, STOP_FENCE } from '../../../src/be
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
 import { BerthLeaseReconciler } from '../../../src/berth/reconciler.ts';
 import { findCondition } from '../../../src/berth/status.ts';
-import type { KubeRequester } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
+import type { KubeRequester } from '../../../src/kube/transport.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { acquired, ctx, FakeLeaseStore, FakeRecorder, heldBy, NS, ScriptedLeaseClient } from './fakes.ts';
 import { deployment, LEASE_UID, pod, replicaSet, T0, TARGET_UID } from './managed-fixtures.ts';

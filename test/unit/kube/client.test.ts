@@ -14,7 +14,6 @@ import {
   isNotFound,
   isTooManyRequests,
   KubeApiError,
-  KubeTransport,
   loadKubeConfig,
   readJson,
   resourcePath,
@@ -23,6 +22,7 @@ import {
   statusOf,
 } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
+import { KubeTransport } from '../../../src/kube/transport.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { eventually } from '../../helpers/eventually.ts';
 

@@ -1,9 +1,9 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { KubeRequester, RawRequest, RawResponse } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { Informer, type InformerOptions, stripManagedFields } from '../../../src/kube/informer.ts';
 import { objectKey } from '../../../src/kube/keys.ts';
+import type { KubeRequester, RawRequest, RawResponse } from '../../../src/kube/transport.ts';
 import { type Obj, obj } from './objects.ts';
 
 const flush = async (n = 10): Promise<void> => {
