@@ -8,11 +8,12 @@ import {
   ENV,
   type Enforcement,
   type InjectionMode,
+  type LeaseSettings,
 } from '../injection/contract.ts';
 import { describeLead, enforcementLeadMs, heartbeatMsOf, renewCycleFits } from '../injection/enforcement.ts';
 
 /** What the environment and the flags say, before defaults; durations in whole seconds as given. */
-export interface RawHelperConfig {
+export interface RawHelperConfig extends HelperConnection {
   leaseName: string;
   leaseNamespace: string;
   mode: string;
@@ -30,6 +31,12 @@ export interface RawHelperConfig {
   podUid: string;
   workloadKind: string;
   workloadName: string;
+  /** Undefined: the default port. */
+  probePort: number | undefined;
+}
+
+/** How the helper reaches the central lease server, and where it keeps its state. */
+export interface HelperConnection {
   stateDir: string;
   apiServer: string;
   apiKey: string;
@@ -37,31 +44,16 @@ export interface RawHelperConfig {
   caBundleFile: string;
   serverName: string;
   insecureSkipTlsVerify: boolean;
-  /** Undefined: the default port. */
-  probePort: number | undefined;
 }
 
 /** The validated configuration every command runs with. */
-export interface HelperConfig {
-  leaseName: string;
-  leaseNamespace: string;
-  mode: InjectionMode;
-  enforce: Enforcement;
-  signalTarget: string;
-  ttlSeconds: number;
+export interface HelperConfig extends LeaseSettings, HelperConnection {
   /** ttl/3 when not given, as Go's (not rounded to seconds). */
   heartbeatMs: number;
   enforceGraceMs: number;
   releaseOnShutdown: boolean;
   /** The holder identity of every call (holderOf). */
   holder: string;
-  stateDir: string;
-  apiServer: string;
-  apiKey: string;
-  apiKeyFile: string;
-  caBundleFile: string;
-  serverName: string;
-  insecureSkipTlsVerify: boolean;
   probePort: number;
 }
 

@@ -31,6 +31,16 @@ export type InjectionMode = (typeof MODES)[number];
 export const ENFORCEMENTS = ['probe', 'signal'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
 
+/** The lease an injected Pod runs under: what the webhook resolves from its annotations, and the helper runs with. */
+export interface LeaseSettings {
+  leaseName: string;
+  leaseNamespace: string;
+  mode: InjectionMode;
+  enforce: Enforcement;
+  signalTarget: string;
+  ttlSeconds: number;
+}
+
 /** Reserved names: the shared emptyDir and the two injected init containers. */
 export const STATE_VOLUME = 'berth-state';
 export const ACQUIRE_CONTAINER = 'berth-acquire';

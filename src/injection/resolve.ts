@@ -9,6 +9,7 @@ import {
   INJECT_LABEL,
   INJECT_VALUE,
   type InjectionMode,
+  type LeaseSettings,
   MODES,
 } from './contract.ts';
 import { describeLead, enforcementLeadMs, heartbeatMsOf, renewCycleFits } from './enforcement.ts';
@@ -20,13 +21,7 @@ export interface InjectionDefaults {
   defaultTtlSeconds: number;
 }
 
-export interface Resolved {
-  leaseName: string;
-  leaseNamespace: string;
-  mode: InjectionMode;
-  enforce: Enforcement;
-  signalTarget: string;
-  ttlSeconds: number;
+export interface Resolved extends LeaseSettings {
   /** 0: the helper derives ttl/3. */
   heartbeatSeconds: number;
   /** 0: the helper's default. */
