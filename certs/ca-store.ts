@@ -1,9 +1,9 @@
 // Where the self-signed CA is shared between replicas: a Secret in the operator namespace. Every write is
 // race-safe: create (whoever comes first wins; the others get AlreadyExists and read the winner's), and
 // replace guarded by the resourceVersion that was read (a 409 means someone else wrote first: re-read).
-import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { isAlreadyExists, isConflict, isNotFound } from '../src/kube/client.ts';
-import { DispatcherReuse, typedRequestOptions } from '../src/kube/transport.ts';
+import type { V1Secret } from '@kubernetes/client-node';
+import { isAlreadyExists, isConflict, isNotFound, readJson, resourcePath } from '../src/kube/client.ts';
+import type { KubeRequester } from '../src/kube/transport.ts';
 
 /** The Secret's data, decoded (PEM strings by key). */
 export type CaData = Record<string, string>;
@@ -25,7 +25,8 @@ export interface CaStore {
 }
 
 export interface SecretCaStoreOptions {
-  kc: KubeConfig;
+  /** The process's API transport. */
+  transport: KubeRequester;
   namespace: string;
   name: string;
 }
@@ -46,27 +47,29 @@ const encode = (data: CaData): Record<string, string> =>
 
 export class SecretCaStore implements CaStore {
   readonly description: string;
-  readonly #api: CoreV1Api;
+  readonly #transport: KubeRequester;
+  /** The namespace's Secrets collection. */
+  readonly #secrets: string;
   readonly #namespace: string;
   readonly #name: string;
   /** The last Secret read or written, so a replace keeps labels, annotations and type set by others. */
   #last: V1Secret | undefined;
-  readonly #options: ReturnType<typeof typedRequestOptions>;
 
   constructor(options: SecretCaStoreOptions) {
-    this.#api = options.kc.makeApiClient(CoreV1Api);
-    // One connection pool for every call: client-node would open a TCP + TLS connection per call.
-    this.#options = typedRequestOptions({ pool: new DispatcherReuse() });
+    this.#transport = options.transport;
+    this.#secrets = resourcePath({ version: 'v1', plural: 'secrets', namespace: options.namespace });
     this.#namespace = options.namespace;
     this.#name = options.name;
     this.description = `secret ${options.namespace}/${options.name}`;
   }
 
+  get #path(): string {
+    return `${this.#secrets}/${encodeURIComponent(this.#name)}`;
+  }
+
   async read(): Promise<StoredCa | undefined> {
     try {
-      return this.#stored(
-        await this.#api.readNamespacedSecret({ name: this.#name, namespace: this.#namespace }, this.#options),
-      );
+      return this.#stored(await readJson<V1Secret>(await this.#transport.request({ path: this.#path })));
     } catch (err) {
       if (isNotFound(err)) {
         this.#last = undefined;
@@ -86,7 +89,9 @@ export class SecretCaStore implements CaStore {
     };
     try {
       return this.#stored(
-        await this.#api.createNamespacedSecret({ namespace: this.#namespace, body }, this.#options),
+        await readJson<V1Secret>(
+          await this.#transport.request({ method: 'POST', path: this.#secrets, body }),
+        ),
       );
     } catch (err) {
       if (isAlreadyExists(err)) return 'exists';
@@ -112,10 +117,7 @@ export class SecretCaStore implements CaStore {
     delete body.metadata?.managedFields;
     try {
       return this.#stored(
-        await this.#api.replaceNamespacedSecret(
-          { name: this.#name, namespace: this.#namespace, body },
-          this.#options,
-        ),
+        await readJson<V1Secret>(await this.#transport.request({ method: 'PUT', path: this.#path, body })),
       );
     } catch (err) {
       // Deleted since it was read: the caller re-reads and creates.

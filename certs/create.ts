@@ -1,7 +1,7 @@
 // Building the provider `--cert-mode` selects, for the composition root.
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../src/kube/clock.ts';
+import type { KubeRequester } from '../src/kube/transport.ts';
 import type { Logger } from '../src/observability/logger.ts';
 import { SecretCaStore } from './ca-store.ts';
 import type { CertConfig } from './config.ts';
@@ -27,7 +27,8 @@ export function serviceDnsNames(
 }
 
 export interface CertificateProviderDeps {
-  kc: KubeConfig;
+  /** The process's API transport (the CA Secret's reads and writes). */
+  transport: KubeRequester;
   /** The operator namespace: where the CA Secret and the webhook Service live. */
   namespace: string;
   clock?: Clock;
@@ -46,7 +47,11 @@ export function createCertificateProvider(
   };
   if (config.certMode === 'files') return new FilesCertificateProvider({ dir: config.certDir, ...common });
   return new SelfSignedCertificateProvider({
-    store: new SecretCaStore({ kc: deps.kc, namespace: deps.namespace, name: config.certCaSecretName }),
+    store: new SecretCaStore({
+      transport: deps.transport,
+      namespace: deps.namespace,
+      name: config.certCaSecretName,
+    }),
     dnsNames: serviceDnsNames(config.webhookServiceName, deps.namespace),
     leafValidityMs: config.certLeafValidity,
     caValidityMs: config.certCaValidity,

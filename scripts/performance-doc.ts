@@ -386,6 +386,11 @@ function leasesBlock(r: Figures): string {
     ['reconciles_per_lease_until_held', 'reconciles per lease until held'],
     ['reconcile_errors_per_lease_until_held', 'reconcile errors per lease until held'],
     ['requeues_per_lease_until_held', 'requeues per lease until held'],
+    ['api_requests_per_lease_until_held', 'operator API requests per lease until held'],
+    ['api_get_requests_per_lease_until_held', 'of which GET'],
+    ['api_post_requests_per_lease_until_held', 'of which POST'],
+    ['api_put_requests_per_lease_until_held', 'of which PUT'],
+    ['api_patch_requests_per_lease_until_held', 'of which PATCH'],
     [
       'api_requests_per_lease_per_heartbeat',
       'operator API requests per lease per heartbeat (incl. leader election)',

@@ -90,7 +90,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
   const transport = new KubeTransport(deps.kubeConfig, { registry });
   const elector = config.leaderElect
     ? new LeaderElector({
-        client: kubeLeaseClient(deps.kubeConfig, transport),
+        client: kubeLeaseClient(transport),
         namespace: config.leaderElectionNamespace || deps.namespace,
         name: config.leaderElectionId,
         identity,
@@ -120,7 +120,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
   });
   if (secure) manager.add(secure.runnable);
   const recorder = new EventRecorder({
-    sink: eventSinkFor(deps.kubeConfig),
+    sink: eventSinkFor(transport),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: identity.slice(0, 128),
     logger,
@@ -241,9 +241,14 @@ function addAdmission(
   shared: { transport: KubeTransport; registry: Registry },
 ): void {
   const { transport, registry } = shared;
-  const { features, logger, namespace, kubeConfig: kc } = deps;
+  const { features, logger, namespace } = deps;
   const { webhook, certs, injection } = features;
-  const provider: CertificateProvider = createCertificateProvider(certs, { kc, namespace, logger, registry });
+  const provider: CertificateProvider = createCertificateProvider(certs, {
+    transport,
+    namespace,
+    logger,
+    registry,
+  });
   manager.probes.addReadyzCheck('webhook-certificate', certificateReadinessCheck(provider));
   manager.add({
     name: 'webhook-certificate',

@@ -1,14 +1,14 @@
 // Kubernetes client plumbing on top of @kubernetes/client-node 2.x: KubeConfig loading, error helpers that
-// read the Status out of ApiException's raw-text body (and our KubeApiError's), patch content-type options
-// and API paths. The request transport every component shares is transport.ts.
+// read the Status out of ApiException's raw-text body (and our KubeApiError's), JSON Patch pieces and API
+// paths. The request transport every component shares is transport.ts.
 //
 // Never log an ApiException as-is: its message embeds the full response body and headers. Use
 // `describeError(err)`, which keeps only code, reason and message.
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { KubeConfig, PatchStrategy, setHeaderOptions, type V1Status } from '@kubernetes/client-node';
-import { type DispatcherReuse, type RawResponse, typedRequestOptions } from './transport.ts';
+import { KubeConfig, type V1Status } from '@kubernetes/client-node';
+import type { RawResponse } from './transport.ts';
 
 // ---- KubeConfig loading ----
 
@@ -308,31 +308,6 @@ export function describeError(err: unknown): string {
 }
 
 // ---- patches ----
-
-export type PatchContentType = PatchStrategy;
-export { PatchStrategy };
-
-/**
- * Options for a typed client-node patch call selecting the patch format; typed clients otherwise send
- * JSON Patch (`application/json-patch+json`). Custom resources reject strategic merge patch (415).
- */
-export function patchOptions(
-  strategy: PatchStrategy,
-  pool?: DispatcherReuse,
-): ReturnType<typeof setHeaderOptions> {
-  return setHeaderOptions('Content-Type', strategy, pool ? typedRequestOptions({ pool }) : undefined);
-}
-
-/** A merge patch; with `pool`, on that pool's connections (see DispatcherReuse). */
-export const mergePatchOptions = (pool?: DispatcherReuse): ReturnType<typeof setHeaderOptions> =>
-  patchOptions(PatchStrategy.MergePatch, pool);
-export const jsonPatchOptions = (): ReturnType<typeof setHeaderOptions> =>
-  patchOptions(PatchStrategy.JsonPatch);
-export const strategicMergePatchOptions = (): ReturnType<typeof setHeaderOptions> =>
-  patchOptions(PatchStrategy.StrategicMergePatch);
-/** Server-side apply; the call must also pass `fieldManager` (and usually `force: true`). */
-export const applyPatchOptions = (): ReturnType<typeof setHeaderOptions> =>
-  patchOptions(PatchStrategy.ServerSideApply);
 
 export interface JsonPatchOp {
   op: 'add' | 'remove' | 'replace' | 'test' | 'move' | 'copy';

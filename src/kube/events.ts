@@ -9,18 +9,23 @@
 //   patch every change, coalescing bursts into at most one write in flight per series.
 // - record() never throws or rejects: failures are logged. Memory and outstanding writes are bounded.
 import {
-  EventsV1Api,
   type EventsV1Event,
-  type KubeConfig,
   type KubernetesObject,
   V1MicroTime,
   type V1ObjectReference,
 } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.ts';
-import { describeError, isAlreadyExists, isNotFound, mergePatchOptions, statusCodeOf } from './client.ts';
+import {
+  describeError,
+  isAlreadyExists,
+  isNotFound,
+  readJson,
+  resourcePath,
+  statusCodeOf,
+} from './client.ts';
 import { type Clock, realClock } from './clock.ts';
 import { formatMicroTime } from './microtime.ts';
-import { DispatcherReuse, typedRequestOptions } from './transport.ts';
+import type { KubeRequester } from './transport.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -39,22 +44,33 @@ export interface EventSpec {
   related?: Referenceable;
 }
 
-/** Where events are written; `eventSinkFor(kc)` in production, fakes in unit tests. */
+/** Where events are written; `eventSinkFor(transport)` in production, fakes in unit tests. */
 export interface EventSink {
   create(namespace: string, event: EventsV1Event): Promise<unknown>;
   /** A JSON merge patch. */
   patch(namespace: string, name: string, patch: Record<string, unknown>): Promise<unknown>;
 }
 
-export function eventSinkFor(kc: KubeConfig): EventSink {
-  const api = kc.makeApiClient(EventsV1Api);
-  // One connection pool for every event: client-node would open a TCP + TLS connection per call.
-  const pool = new DispatcherReuse();
-  const options = typedRequestOptions({ pool });
+const eventsPath = (namespace: string): string =>
+  resourcePath({ group: 'events.k8s.io', version: 'v1', plural: 'events', namespace });
+
+/**
+ * Events through the process's transport: its connection pool, request timeout and rest_client metrics.
+ * The bodies serialise as the API expects: V1MicroTime's toISOString gives the six fractional digits.
+ */
+export function eventSinkFor(transport: KubeRequester): EventSink {
   return {
-    create: (namespace, body) => api.createNamespacedEvent({ namespace, body }, options),
-    patch: (namespace, name, body) =>
-      api.patchNamespacedEvent({ namespace, name, body }, mergePatchOptions(pool)),
+    create: async (namespace, body) =>
+      readJson(await transport.request({ method: 'POST', path: eventsPath(namespace), body })),
+    patch: async (namespace, name, body) =>
+      readJson(
+        await transport.request({
+          method: 'PATCH',
+          path: `${eventsPath(namespace)}/${encodeURIComponent(name)}`,
+          body,
+          contentType: 'application/merge-patch+json',
+        }),
+      ),
   };
 }
 

@@ -20,16 +20,11 @@
 // The decision itself is pure and lives in leader-decision.ts; this module is the I/O edge: the Lease
 // API, the clock, the retry loop, the callbacks and the metrics.
 import { hostname } from 'node:os';
-import {
-  type ConfigurationOptions,
-  CoordinationV1Api,
-  type KubeConfig,
-  type V1Lease,
-} from '@kubernetes/client-node';
+import type { V1Lease } from '@kubernetes/client-node';
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { Logger } from '../observability/logger.ts';
 import { getOrCreateCounter, getOrCreateGauge } from '../observability/metrics.ts';
-import { describeError, isConflict, isNotFound } from './client.ts';
+import { describeError, isConflict, isNotFound, readJson, resourcePath } from './client.ts';
 import { type Clock, realClock } from './clock.ts';
 import { Informer } from './informer.ts';
 import {
@@ -47,7 +42,7 @@ import {
   renewDeadlineAt,
   validateLeaderTimings,
 } from './leader-decision.ts';
-import { DispatcherReuse, type KubeTransport, typedRequestOptions } from './transport.ts';
+import type { KubeRequester } from './transport.ts';
 
 /** `os.hostname() + "_" + random UUID`, as controller-runtime builds its leader election identity. */
 export function defaultIdentity(): string {
@@ -79,17 +74,16 @@ export interface LeaseClient {
 export const LEASE_FIELD_MANAGER = 'berth-operator';
 
 /**
- * A LeaseClient over client-node's typed API. Each request gets the AbortSignal, so a request cut by the
- * renew deadline is really aborted, and all share one connection pool: client-node would otherwise open
- * a new TCP + TLS connection for every request, which under load made renewals slow enough to cost
- * leadership.
- *
- * Its reads and writes go through `kc`'s typed client, the holder watch through the process's `transport`.
+ * A LeaseClient on the process's transport: every request gets the AbortSignal, so a request cut by the
+ * renew deadline is really aborted, and shares the process's connection pool (a new TCP + TLS connection
+ * per renewal made renewals slow enough under load to cost leadership). The holder watch is an informer
+ * on the same transport.
  */
-export function kubeLeaseClient(kc: KubeConfig, transport: KubeTransport): LeaseClient {
-  const api = kc.makeApiClient(CoordinationV1Api);
-  const pool = new DispatcherReuse();
-  const options = (signal: AbortSignal): ConfigurationOptions => typedRequestOptions({ pool, signal });
+export function kubeLeaseClient(transport: KubeRequester): LeaseClient {
+  const leases = (namespace: string): string =>
+    resourcePath({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace });
+  const one = (namespace: string, name: string): string => `${leases(namespace)}/${encodeURIComponent(name)}`;
+  const query = { fieldManager: LEASE_FIELD_MANAGER };
   return {
     watchHolder(namespace, name, signal, onHolder) {
       const informer = new Informer<V1Lease>({
@@ -105,18 +99,19 @@ export function kubeLeaseClient(kc: KubeConfig, transport: KubeTransport): Lease
     },
     async get(namespace, name, signal) {
       try {
-        return await api.readNamespacedLease({ name, namespace }, options(signal));
+        return await readJson<V1Lease>(await transport.request({ path: one(namespace, name), signal }));
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
       }
     },
-    create: (namespace, body, signal) =>
-      api.createNamespacedLease({ namespace, body, fieldManager: LEASE_FIELD_MANAGER }, options(signal)),
-    replace: (namespace, name, body, signal) =>
-      api.replaceNamespacedLease(
-        { name, namespace, body, fieldManager: LEASE_FIELD_MANAGER },
-        options(signal),
+    create: async (namespace, body, signal) =>
+      readJson<V1Lease>(
+        await transport.request({ method: 'POST', path: leases(namespace), query, body, signal }),
+      ),
+    replace: async (namespace, name, body, signal) =>
+      readJson<V1Lease>(
+        await transport.request({ method: 'PUT', path: one(namespace, name), query, body, signal }),
       ),
   };
 }

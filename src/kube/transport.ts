@@ -1,16 +1,9 @@
 // The request transport of the process (KubeTransport): raw requests through the kubeconfig's
 // authentication and TLS settings, on one connection pool, bounded by a request timeout (watches excepted),
-// counted in client-go's rest_client metrics. The informers' list+watch, admission's reads and every
-// controller's writes go through it; client-node's typed clients share its pool through DispatcherReuse.
+// counted in client-go's rest_client metrics. Every request of the process goes through it: the informers'
+// list+watch, admission's reads, the controllers' writes, events and leader election.
 import { Readable } from 'node:stream';
-import {
-  type ConfigurationOptions,
-  HttpMethod,
-  type KubeConfig,
-  Observable,
-  RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node';
+import { HttpMethod, type KubeConfig, RequestContext } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { request as undiciRequest } from 'undici';
 import { type Clock, realClock } from './clock.ts';
@@ -68,31 +61,6 @@ export class DispatcherReuse {
     this.#cached = false;
     await dispatcher?.destroy();
   }
-}
-
-/**
- * Per-call options for client-node's typed APIs (`api.readNamespacedLease(params, options)`): calls
- * given the same `pool` share its connections instead of opening one each, and `signal` (if any) aborts
- * the request. Keep one pool per API client, e.g. `const opts = typedRequestOptions({ pool })`.
- */
-export function typedRequestOptions(options: {
-  pool: DispatcherReuse;
-  signal?: AbortSignal;
-}): ConfigurationOptions {
-  const { pool, signal } = options;
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          pool.apply(ctx);
-          if (signal !== undefined) ctx.setSignal(signal);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
 }
 
 /** kube-apiserver's default `--request-timeout`: no non-watch request is served for longer. */

@@ -121,6 +121,12 @@ async function one(
     const heldCount = (): number => [...states.values()].filter((s) => s === 'held').length;
 
     log(`leases: creating ${n} lease-only BerthLeases`);
+    // The operator's own count of its requests by method (rest_client_requests_total), beside the proxy's.
+    const METHODS = ['GET', 'POST', 'PUT', 'PATCH'] as const;
+    const byMethod = (): Promise<number[]> =>
+      Promise.all(METHODS.map((m) => counter('rest_client_requests_total', `method="${m}"`)));
+    const rushApi0 = apiTotal();
+    const rushByMethod0 = await byMethod();
     const created = performance.now();
     for (let i = 0; i < n; i += 16) {
       await Promise.all(
@@ -141,6 +147,8 @@ async function one(
     const held = heldCount();
     const heldSeconds = (performance.now() - created) / 1000;
     const heldUsage = await usage(pid);
+    const rushApi = apiTotal() - rushApi0;
+    const rushByMethod = (await byMethod()).map((v, i) => v - (rushByMethod0[i] ?? 0));
     stopWatch.abort();
     await watch.stop();
     await transport.close();
@@ -174,6 +182,14 @@ async function one(
       [`n${n}_requeues_per_lease_until_held`]: requeues / n,
       [`n${n}_reconcile_errors_per_lease_until_held`]: errors / n,
       [`n${n}_delayed_adds_per_lease_until_held`]: retries / n,
+      // What the rush asked of the API server, per lease.
+      [`n${n}_api_requests_per_lease_until_held`]: rushApi / n,
+      ...Object.fromEntries(
+        METHODS.map((m, i) => [
+          `n${n}_api_${m.toLowerCase()}_requests_per_lease_until_held`,
+          (rushByMethod[i] ?? 0) / n,
+        ]),
+      ),
       [`n${n}_api_requests_per_lease_per_heartbeat`]: per(apiTotal() - api0),
       [`n${n}_status_writes_per_lease_per_heartbeat`]: per(statusWrites.hits() - writes0),
       [`n${n}_central_requests_per_lease_per_heartbeat`]: per((await centralRequests()) - central0),

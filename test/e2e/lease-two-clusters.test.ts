@@ -92,7 +92,7 @@ async function runOperator(
   const registry = createRegistry({ defaultMetrics: false });
   const leaseClient = leaseClientFor(config, logger);
   const recorder = new EventRecorder({
-    sink: eventSinkFor(kc),
+    sink: eventSinkFor(transport),
     reportingController: 'berth.skaphos.io/berth-operator',
     reportingInstance: clusterId,
     logger,

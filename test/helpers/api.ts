@@ -1,5 +1,15 @@
-// Assertions on API errors as client-node reports them: ApiException carries the raw Status body.
-import { ApiException, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+// Tests' use of client-node's typed clients: assertions on API errors as it reports them (ApiException
+// carries the raw Status body), patch content types, and per-call options sharing one connection pool.
+import {
+  ApiException,
+  type ConfigurationOptions,
+  Observable,
+  PatchStrategy,
+  type RequestContext,
+  type ResponseContext,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import type { DispatcherReuse } from '../../src/kube/transport.ts';
 
 export interface ApiOutcome {
   /** HTTP status; 200 for any success, -1 when the request failed without an HTTP answer. */
@@ -46,3 +56,28 @@ export async function apiFailure(p: Promise<unknown>): Promise<ApiOutcome & { me
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 export const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 export const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+
+/**
+ * Per-call options for client-node's typed APIs (`api.readNamespacedLease(params, options)`): calls
+ * given the same `pool` share its connections instead of opening one each, and `signal` (if any) aborts
+ * the request. Keep one pool per API client, e.g. `const opts = typedRequestOptions({ pool })`.
+ */
+export function typedRequestOptions(options: {
+  pool: DispatcherReuse;
+  signal?: AbortSignal;
+}): ConfigurationOptions {
+  const { pool, signal } = options;
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          pool.apply(ctx);
+          if (signal !== undefined) ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}

@@ -44,7 +44,8 @@ import {
   SCHEDULING_GATE,
   VERSION,
 } from '../../src/berth/api.ts';
-import { DispatcherReuse, typedRequestOptions } from '../../src/kube/transport.ts';
+import { DispatcherReuse } from '../../src/kube/transport.ts';
+import { typedRequestOptions } from './api.ts';
 
 export interface WatchedCluster {
   name: string;

@@ -312,7 +312,7 @@ export function createOperator(cluster: Cluster, o: OperatorOptions): Operator {
   const registry = createRegistry({ defaultMetrics: false });
   const logger = silent();
   const recorder = new EventRecorder({
-    sink: eventSinkFor(kc),
+    sink: eventSinkFor(transport),
     reportingController: 'berth.skaphos.io/berth-operator',
     reportingInstance: `berth-operator-${o.clusterId}`,
     logger,

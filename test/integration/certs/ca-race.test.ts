@@ -73,7 +73,7 @@ describe('CA Secret bootstrap', () => {
       const user = await t.user(uniqueName(name));
       await t.grant(user.username, SECRET_RULES, ns);
       const store = new RacingStore(
-        new SecretCaStore({ kc: user.kc, namespace: ns, name: SECRET }),
+        new SecretCaStore({ transport: t.transport(user.kc), namespace: ns, name: SECRET }),
         barrier,
         onMissing,
       );

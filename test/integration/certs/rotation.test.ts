@@ -71,7 +71,7 @@ async function startReplica(name: string): Promise<Replica> {
   const user = await t.user(uniqueName(name));
   await t.grant(user.username, SECRET_RULES, ns);
   const provider = new SelfSignedCertificateProvider({
-    store: new SecretCaStore({ kc: user.kc, namespace: ns, name: SECRET }),
+    store: new SecretCaStore({ transport: t.transport(user.kc), namespace: ns, name: SECRET }),
     dnsNames: serviceDnsNames(SERVICE, ns),
     // A leaf is renewed a third of its life before it expires, after a read of the CA Secret: on the real
     // API server under load that read took up to a second (the in-process fake: milliseconds), so the

@@ -3,11 +3,11 @@
 import { CoreV1Api, type KubernetesObject, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { mergePatchOptions } from '../../../src/kube/client.ts';
 import { Controller, type ControllerOptions, TerminalError } from '../../../src/kube/controller.ts';
 import { Informer } from '../../../src/kube/informer.ts';
 import { ItemExponentialFailureRateLimiter } from '../../../src/kube/ratelimit.ts';
 import { KubeTransport } from '../../../src/kube/transport.ts';
+import { mergePatch } from '../../helpers/api.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
@@ -115,7 +115,7 @@ describe('Controller against the API server', () => {
     ).toContain(`controller_runtime_terminal_reconcile_errors_total{controller="ctl-${n}"} 1`);
     await core.patchNamespacedConfigMap(
       { namespace: ns, name: 'bad', body: { data: { fixed: 'yes' } } },
-      mergePatchOptions(),
+      mergePatch,
     );
     await eventually(() => calls.filter((k) => k === `${ns}/bad`).length === 2);
   });
@@ -152,7 +152,7 @@ describe('Controller against the API server', () => {
         });
         await core.patchNamespacedConfigMap(
           { namespace: namespace ?? '', name, body: { data: { secrets: String(owned.items.length) } } },
-          mergePatchOptions(),
+          mergePatch,
         );
       },
     });
@@ -192,7 +192,7 @@ describe('Controller against the API server', () => {
         calls++;
         await core.patchNamespacedConfigMap(
           { namespace: namespace ?? '', name, body: { data: { seen: String(calls) } } },
-          mergePatchOptions(),
+          mergePatch,
         );
         await released;
       },

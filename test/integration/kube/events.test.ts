@@ -51,7 +51,7 @@ async function events(namespace: string): Promise<WireEvent[]> {
 function recorder(): { rec: EventRecorder; lines: string[] } {
   const lines: string[] = [];
   const rec = new EventRecorder({
-    sink: eventSinkFor(t.kubeConfigFor(proxy.kubeconfigFor(t.kubeconfig))),
+    sink: eventSinkFor(t.transport(t.kubeConfigFor(proxy.kubeconfigFor(t.kubeconfig)))),
     reportingController: 'berth.skaphos.io/berth-operator',
     reportingInstance: 'replica-0',
     logger: createLogger({ level: 'debug', destination: { write: (l: string) => void lines.push(l) } }),

@@ -4,11 +4,11 @@
 import { CoreV1Api, type KubernetesObject, type V1ConfigMap, type V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { mergePatchOptions } from '../../../src/kube/client.ts';
 import { Informer, type InformerOptions } from '../../../src/kube/informer.ts';
 import { objectKey } from '../../../src/kube/keys.ts';
 import { KubeTransport } from '../../../src/kube/transport.ts';
 import { PodBuilder } from '../../builders/pod.ts';
+import { mergePatch } from '../../helpers/api.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -113,7 +113,7 @@ describe('Informer against the API server', () => {
       await core.createNamespacedConfigMap({ namespace: ns, body: cm(`c${round}`) });
       await core.patchNamespacedConfigMap(
         { namespace: ns, name: 'a', body: { data: { round: String(round) } } },
-        mergePatchOptions(),
+        mergePatch,
       );
       if (round > 0) await core.deleteNamespacedConfigMap({ namespace: ns, name: `c${round - 1}` });
     }
@@ -135,7 +135,7 @@ describe('Informer against the API server', () => {
     await core.deleteNamespacedConfigMap({ namespace: ns, name: 'vanish' });
     await core.patchNamespacedConfigMap(
       { namespace: ns, name: 'change', body: { data: { v: '2' } } },
-      mergePatchOptions(),
+      mergePatch,
     );
     await core.createNamespacedConfigMap({ namespace: ns, body: cm('new') });
     await proxy.expireHistory({ resource: 'configmaps', namespace: ns });
@@ -215,7 +215,7 @@ describe('Informer against the API server', () => {
       await core.createNamespacedConfigMap({ namespace: ns, body: cm('during-silence') });
       await core.patchNamespacedConfigMap(
         { namespace: ns, name: 'a', body: { data: { k: 'v' } } },
-        mergePatchOptions(),
+        mergePatch,
       );
       expect(informer.get(`${ns}/during-silence`)).toBeUndefined();
       await expectCacheMatchesServer(informer, ns);
@@ -277,11 +277,11 @@ describe('Informer against the API server', () => {
     expect(informer.keys()).toEqual([`${ns}/in`]);
     await core.patchNamespacedConfigMap(
       { namespace: ns, name: 'in', body: { metadata: { labels: { app: 'y' } } } },
-      mergePatchOptions(),
+      mergePatch,
     );
     await core.patchNamespacedConfigMap(
       { namespace: ns, name: 'out', body: { metadata: { labels: { app: 'x' } } } },
-      mergePatchOptions(),
+      mergePatch,
     );
     await expectCacheMatchesServer(informer, ns, 'app=x');
     expect(informer.keys()).toEqual([`${ns}/out`]);

@@ -6,8 +6,9 @@ import { CoordinationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeLeaseClient, LeaderElector, type LeaderRunResult } from '../../../src/kube/leader.ts';
 import { JITTER_FACTOR, leaseDurationSeconds } from '../../../src/kube/leader-decision.ts';
-import { DispatcherReuse, typedRequestOptions } from '../../../src/kube/transport.ts';
+import { DispatcherReuse } from '../../../src/kube/transport.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
+import { typedRequestOptions } from '../../helpers/api.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { TestCluster, uniqueName } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -63,7 +64,7 @@ async function candidate(
   await t.grant(user, leaseRules(timing.lease), ns);
   const kc = t.kubeConfigFor(proxy.kubeconfigFor(kubeconfig));
   const elector = new LeaderElector({
-    client: kubeLeaseClient(kc, t.transport(kc)),
+    client: kubeLeaseClient(t.transport(kc)),
     namespace: ns,
     name: timing.lease,
     identity: `${user}_id`,

@@ -59,7 +59,7 @@ afterAll(async () => {
 describe('kubeLeaseClient', () => {
   it('reuses its connections instead of opening one per request', async () => {
     const transport = new KubeTransport(kc);
-    const client = kubeLeaseClient(kc, transport);
+    const client = kubeLeaseClient(transport);
     const signal = new AbortController().signal;
     const round = async (): Promise<void> => {
       const lease = await client.get('ns', 'lock', signal);

@@ -93,7 +93,7 @@ async function replica(name: string): Promise<Replica> {
   const registry = createRegistry({ defaultMetrics: false });
   const logger = createLogger({ level: 'silent' });
   const elector = new LeaderElector({
-    client: kubeLeaseClient(kc, t.transport(kc)),
+    client: kubeLeaseClient(t.transport(kc)),
     namespace: ns,
     name: LEASE,
     identity: `${name}_id`,

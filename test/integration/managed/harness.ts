@@ -340,7 +340,7 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
   const registry = createRegistry({ defaultMetrics: false });
   const logger = silent();
   const recorder = new EventRecorder({
-    sink: eventSinkFor(kc),
+    sink: eventSinkFor(transport),
     reportingController: 'berth.skaphos.io/berth-operator',
     reportingInstance: `berth-operator-${o.clusterId}`,
     logger,

@@ -49,7 +49,7 @@ function startReplica(identity: string): Replica {
   });
   const elector = new LeaderElector({
     // The test RBAC grants the BerthLease rules only: the election runs as admin.
-    client: kubeLeaseClient(cluster.t.kc, cluster.t.transport(cluster.t.kc)),
+    client: kubeLeaseClient(cluster.t.transport(cluster.t.kc)),
     namespace: OPERATOR_NS,
     name: LEASE_ID,
     identity,

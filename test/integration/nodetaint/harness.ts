@@ -405,7 +405,7 @@ export function createGuard(cluster: Cluster, clock: ManualClock, instance = 'a'
   const registry = createRegistry({ defaultMetrics: false });
   const logs = captureLogs();
   const recorder = new EventRecorder({
-    sink: eventSinkFor(kc),
+    sink: eventSinkFor(transport),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: `berth-operator-${instance}`,
     logger: logs.logger,

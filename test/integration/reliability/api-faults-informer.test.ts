@@ -12,11 +12,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
 import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
-import { mergePatchOptions } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import type { Informer } from '../../../src/kube/informer.ts';
 import { KubeTransport } from '../../../src/kube/transport.ts';
 import { NodeTaintGuard } from '../../../src/nodetaint/controller.ts';
+import { mergePatch } from '../../helpers/api.ts';
 import { ApiProxy, type WatchFilter } from '../../helpers/api-proxy.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -114,7 +114,7 @@ const subjects: Subject[] = [
     touch: async (name) => {
       await custom.patchNamespacedCustomObject(
         { ...leaseRef, name, body: label(String(++touches)) },
-        mergePatchOptions(),
+        mergePatch,
       );
     },
     remove: async (name) => void (await custom.deleteNamespacedCustomObject({ ...leaseRef, name })),
@@ -126,8 +126,7 @@ const subjects: Subject[] = [
     informer: () => guard.nodes as unknown as Informer<KubernetesObject>,
     watch: { group: '', resource: 'nodes' },
     create: async (name) => void (await core.createNode({ body: { metadata: { name } } })),
-    touch: async (name) =>
-      void (await core.patchNode({ name, body: label(String(++touches)) }, mergePatchOptions())),
+    touch: async (name) => void (await core.patchNode({ name, body: label(String(++touches)) }, mergePatch)),
     remove: async (name) => void (await core.deleteNode({ name })),
     server: async () => byName((await core.listNode()).items),
   },
@@ -150,7 +149,7 @@ const subjects: Subject[] = [
           name,
           body: { metadata: { labels: { ...AGENT_LABELS, touched: String(++touches) } } },
         },
-        mergePatchOptions(),
+        mergePatch,
       )),
     remove: async (name) =>
       void (await core.deleteNamespacedPod({ namespace: AGENT_NS, name, gracePeriodSeconds: 0 })),

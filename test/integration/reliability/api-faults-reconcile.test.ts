@@ -9,8 +9,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BerthLease, LOCAL_TIMEOUT_MS } from '../../../src/berth/api.ts';
 import type { LeaseClient } from '../../../src/berth/leaseclient.ts';
-import { mergePatchOptions } from '../../../src/kube/client.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
+import { mergePatch } from '../../helpers/api.ts';
 import type { FaultRule } from '../../helpers/api-proxy.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type Central, spec, startCentral } from '../berth/harness.ts';
@@ -163,7 +163,7 @@ describe('with the controller running (real clock)', () => {
     beforeAcquire.set(name, async () => {
       await cluster.custom.patchNamespacedCustomObject(
         { ...cluster.ref(), name, body: { metadata: { labels: { team: 'payments' } } } },
-        mergePatchOptions(),
+        mergePatch,
       );
     });
     await cluster.createLease(name, spec({ leaseName: name }));
@@ -259,7 +259,7 @@ describe('with the controller running (real clock)', () => {
     });
     await cluster.custom.patchNamespacedCustomObject(
       { ...cluster.ref(), name, body: { spec: { acquireAction: { scale: { replicas: 2 } } } } },
-      mergePatchOptions(),
+      mergePatch,
     );
     await eventually(() => fault.hits() >= HITS, CONVERGE);
     fault.remove();

@@ -172,7 +172,7 @@ beforeAll(async () => {
   await t.grant(operatorUser, webhookRegistrationRules(CONFIG));
   const operator = t.kubeConfigFor(proxy.kubeconfigFor(user.kubeconfig));
   provider = new SelfSignedCertificateProvider({
-    store: new SecretCaStore({ kc: operator, namespace: ns, name: SECRET }),
+    store: new SecretCaStore({ transport: t.transport(operator), namespace: ns, name: SECRET }),
     dnsNames: serviceDnsNames(SERVICE, ns),
     checkIntervalMs: 200,
     registry,
