@@ -48,8 +48,9 @@ const encode = (data: CaData): Record<string, string> =>
 export class SecretCaStore implements CaStore {
   readonly description: string;
   readonly #transport: KubeRequester;
-  /** The namespace's Secrets collection. */
+  /** The namespace's Secrets collection, and the Secret in it. */
   readonly #secrets: string;
+  readonly #path: string;
   readonly #namespace: string;
   readonly #name: string;
   /** The last Secret read or written, so a replace keeps labels, annotations and type set by others. */
@@ -57,14 +58,12 @@ export class SecretCaStore implements CaStore {
 
   constructor(options: SecretCaStoreOptions) {
     this.#transport = options.transport;
-    this.#secrets = resourcePath({ version: 'v1', plural: 'secrets', namespace: options.namespace });
+    const secrets = { version: 'v1', plural: 'secrets', namespace: options.namespace };
+    this.#secrets = resourcePath(secrets);
+    this.#path = resourcePath(secrets, options.name);
     this.#namespace = options.namespace;
     this.#name = options.name;
     this.description = `secret ${options.namespace}/${options.name}`;
-  }
-
-  get #path(): string {
-    return `${this.#secrets}/${encodeURIComponent(this.#name)}`;
   }
 
   async read(): Promise<StoredCa | undefined> {

@@ -9,8 +9,8 @@ import type { AdmissionIO, JsonObject, LeaseList } from './io.ts';
 
 const isRecord = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const leasesPath = (namespace: string): string =>
-  resourcePath({ group: GROUP, version: VERSION, plural: PLURAL, namespace });
+const leasesPath = (namespace: string, name?: string): string =>
+  resourcePath({ group: GROUP, version: VERSION, plural: PLURAL, namespace }, name);
 
 /** An AdmissionIO whose requests are aborted with `signal`. */
 export function kubeAdmissionIO(transport: KubeRequester, signal?: AbortSignal): AdmissionIO {
@@ -34,7 +34,7 @@ export function kubeAdmissionIO(transport: KubeRequester, signal?: AbortSignal):
       const more = typeof metadata.continue === 'string' && metadata.continue !== '';
       return { items, complete: !more };
     },
-    getLease: (namespace, name) => getOrUndefined(`${leasesPath(namespace)}/${encodeURIComponent(name)}`),
+    getLease: (namespace, name) => getOrUndefined(leasesPath(namespace, name)),
     getWorkload: (kind, namespace, name) => {
       if (kind === 'Other') throw new Error('cannot read objects of kind Other');
       return getOrUndefined(workloadPath(kind, namespace, name));
@@ -45,7 +45,7 @@ export function kubeAdmissionIO(transport: KubeRequester, signal?: AbortSignal):
       const name = typeof metadata.name === 'string' ? metadata.name : '';
       await send({
         method: 'PUT',
-        path: `${leasesPath(namespace)}/${encodeURIComponent(name)}/status`,
+        path: `${leasesPath(namespace, name)}/status`,
         body: { ...lease, apiVersion: API_VERSION },
       });
     },

@@ -38,7 +38,7 @@ export function parseBerthLease(json: unknown): BerthLease {
 }
 
 const leasePath = (namespace: string, name: string): string =>
-  `${resourcePath({ group: GROUP, version: VERSION, plural: PLURAL, namespace })}/${encodeURIComponent(name)}`;
+  resourcePath({ group: GROUP, version: VERSION, plural: PLURAL, namespace }, name);
 
 function identity(lease: BerthLease): { namespace: string; name: string; resourceVersion: string } {
   const { namespace, name, resourceVersion } = lease.metadata;

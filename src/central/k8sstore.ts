@@ -37,6 +37,7 @@ import {
   isNotFound,
   isTooManyRequests,
   readJson,
+  resourcePath,
   retryAfterSeconds,
 } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
@@ -159,8 +160,10 @@ export class K8sLeaseStore implements Store {
   }
 
   #path(name?: string): string {
-    const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.#namespace)}/leases`;
-    return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
+    return resourcePath(
+      { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: this.#namespace },
+      name,
+    );
   }
 
   async #request<T>(req: RawRequest): Promise<T> {

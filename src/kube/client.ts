@@ -333,9 +333,13 @@ export interface ResourceRef {
   namespace?: string;
 }
 
-/** `/api/v1/namespaces/ns/pods`, `/apis/apps/v1/deployments`, ... */
-export function resourcePath(ref: ResourceRef): string {
+/**
+ * `/api/v1/namespaces/ns/pods`, `/apis/apps/v1/deployments`, ...: the collection, or with `name` the one
+ * object in it (`/api/v1/nodes/node-1`).
+ */
+export function resourcePath(ref: ResourceRef, name?: string): string {
   const base = ref.group ? `/apis/${ref.group}/${ref.version}` : `/api/${ref.version}`;
   const ns = ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
-  return `${base}${ns}/${ref.plural}`;
+  const collection = `${base}${ns}/${ref.plural}`;
+  return name === undefined ? collection : `${collection}/${encodeURIComponent(name)}`;
 }

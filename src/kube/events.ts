@@ -51,8 +51,8 @@ export interface EventSink {
   patch(namespace: string, name: string, patch: Record<string, unknown>): Promise<unknown>;
 }
 
-const eventsPath = (namespace: string): string =>
-  resourcePath({ group: 'events.k8s.io', version: 'v1', plural: 'events', namespace });
+const eventsPath = (namespace: string, name?: string): string =>
+  resourcePath({ group: 'events.k8s.io', version: 'v1', plural: 'events', namespace }, name);
 
 /**
  * Events through the process's transport: its connection pool, request timeout and rest_client metrics.
@@ -66,7 +66,7 @@ export function eventSinkFor(transport: KubeRequester): EventSink {
       readJson(
         await transport.request({
           method: 'PATCH',
-          path: `${eventsPath(namespace)}/${encodeURIComponent(name)}`,
+          path: eventsPath(namespace, name),
           body,
           contentType: 'application/merge-patch+json',
         }),

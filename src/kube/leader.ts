@@ -80,16 +80,15 @@ export const LEASE_FIELD_MANAGER = 'berth-operator';
  * on the same transport.
  */
 export function kubeLeaseClient(transport: KubeRequester): LeaseClient {
-  const leases = (namespace: string): string =>
-    resourcePath({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace });
-  const one = (namespace: string, name: string): string => `${leases(namespace)}/${encodeURIComponent(name)}`;
+  const leases = (namespace: string) =>
+    ({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace }) as const;
   const query = { fieldManager: LEASE_FIELD_MANAGER };
   return {
     watchHolder(namespace, name, signal, onHolder) {
       const informer = new Informer<V1Lease>({
         name: `leader-election-${name}`,
         transport,
-        resource: { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace },
+        resource: leases(namespace),
         fieldSelector: `metadata.name=${name}`,
       });
       const report = (lease: V1Lease): void => onHolder(lease.spec?.holderIdentity ?? '');
@@ -99,7 +98,9 @@ export function kubeLeaseClient(transport: KubeRequester): LeaseClient {
     },
     async get(namespace, name, signal) {
       try {
-        return await readJson<V1Lease>(await transport.request({ path: one(namespace, name), signal }));
+        return await readJson<V1Lease>(
+          await transport.request({ path: resourcePath(leases(namespace), name), signal }),
+        );
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
@@ -107,11 +108,23 @@ export function kubeLeaseClient(transport: KubeRequester): LeaseClient {
     },
     create: async (namespace, body, signal) =>
       readJson<V1Lease>(
-        await transport.request({ method: 'POST', path: leases(namespace), query, body, signal }),
+        await transport.request({
+          method: 'POST',
+          path: resourcePath(leases(namespace)),
+          query,
+          body,
+          signal,
+        }),
       ),
     replace: async (namespace, name, body, signal) =>
       readJson<V1Lease>(
-        await transport.request({ method: 'PUT', path: one(namespace, name), query, body, signal }),
+        await transport.request({
+          method: 'PUT',
+          path: resourcePath(leases(namespace), name),
+          query,
+          body,
+          signal,
+        }),
       ),
   };
 }

@@ -30,8 +30,7 @@ export interface NodeTaintPatch {
 }
 
 export function nodeApi(transport: KubeRequester): NodeApi {
-  const path = (name: string): string =>
-    `${resourcePath({ version: 'v1', plural: 'nodes' })}/${encodeURIComponent(name)}`;
+  const path = (name: string): string => resourcePath({ version: 'v1', plural: 'nodes' }, name);
   return {
     async getNode(name, signal) {
       return readJson<V1Node>(await transport.request({ path: path(name), ...(signal ? { signal } : {}) }));

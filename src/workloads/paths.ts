@@ -6,6 +6,5 @@ import { KINDS, type WorkloadKind } from './model.ts';
 /** The API path of a kind's collection in a namespace, or of one object when `name` is given. */
 export function workloadPath(kind: WorkloadKind, namespace: string, name?: string): string {
   const info = KINDS[kind];
-  const base = resourcePath({ group: info.group, version: info.version, plural: info.plural, namespace });
-  return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
+  return resourcePath({ group: info.group, version: info.version, plural: info.plural, namespace }, name);
 }

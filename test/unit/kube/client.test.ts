@@ -207,6 +207,13 @@ describe('resourcePath', () => {
       resourcePath({ group: 'berth.skaphos.io', version: 'v1alpha1', plural: 'berthleases', namespace: 'x' }),
     ).toBe('/apis/berth.skaphos.io/v1alpha1/namespaces/x/berthleases');
   });
+
+  it('names one object of the collection, escaped as a path segment', () => {
+    expect(resourcePath({ version: 'v1', plural: 'nodes' }, 'node-1')).toBe('/api/v1/nodes/node-1');
+    expect(resourcePath({ version: 'v1', plural: 'secrets', namespace: 'ns' }, 'a/b?c')).toBe(
+      '/api/v1/namespaces/ns/secrets/a%2Fb%3Fc',
+    );
+  });
 });
 
 /** A kubeconfig for a plain-HTTP test server on loopback, with a bearer token. */
