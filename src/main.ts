@@ -3,12 +3,14 @@
 // the other commands are imported (docs/helper.md §1).
 import { helpText, parseFlags, programHelp, UsageError } from './cli.ts';
 import { HELPER_COMMAND } from './helper/spec.ts';
+import { slimClientNode } from './kube/client-node-slim.ts';
 
 const PROGRAM = 'berth-operator';
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === HELPER_COMMAND) return (await import('./helper/command.ts')).runHelper(rest);
+  slimClientNode();
   const { COMMANDS, COMMAND_SPECS } = await import('./commands.ts');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(programHelp(PROGRAM, [...COMMAND_SPECS]));

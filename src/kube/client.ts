@@ -7,7 +7,8 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { KubeConfig, type V1Status } from '@kubernetes/client-node';
+import type { V1Status } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { RawResponse } from './transport.ts';
 
 // ---- KubeConfig loading ----

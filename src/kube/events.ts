@@ -8,12 +8,8 @@
 //   `series.lastObservedTime`. client-go patches only the 2nd occurrence and then every 30 min; we
 //   patch every change, coalescing bursts into at most one write in flight per series.
 // - record() never throws or rejects: failures are logged. Memory and outstanding writes are bounded.
-import {
-  type EventsV1Event,
-  type KubernetesObject,
-  V1MicroTime,
-  type V1ObjectReference,
-} from '@kubernetes/client-node';
+import type { EventsV1Event, KubernetesObject, V1ObjectReference } from '@kubernetes/client-node';
+import { V1MicroTime } from '@kubernetes/client-node/dist/types.js';
 import type { Logger } from '../observability/logger.ts';
 import {
   describeError,

@@ -3,7 +3,8 @@
 // counted in client-go's rest_client metrics. Every request of the process goes through it: the informers'
 // list+watch, admission's reads, the controllers' writes, events and leader election.
 import { Readable } from 'node:stream';
-import { HttpMethod, type KubeConfig, RequestContext } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { HttpMethod, RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
 import type { Registry } from 'prom-client';
 import { request as undiciRequest } from 'undici';
 import { type Clock, realClock } from './clock.ts';
