@@ -34,6 +34,9 @@ ENV NODE_ENV=production
 # review decided without a read (docs/performance.md). The install's Deployment repeats this and adds an
 # old-generation limit from the container's memory limit.
 ENV NODE_OPTIONS="--max-semi-space-size=4"
+# Two malloc arenas instead of glibc's 8 per core: ~10 MiB less RSS for the operator at 1,000 leases, no
+# measurable cost in its time to hold them (docs/performance.md, "leases").
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./

@@ -20,6 +20,9 @@ export const CRD_NAME = `${PLURAL}.${GROUP}`;
 // Finalizer, labels, annotations, gate (§1.3, §2.4, §4)
 
 export const FINALIZER = 'berth.skaphos.io/lease-release';
+/** Whether the operator's finalizer is on the object. */
+export const hasFinalizer = (o: { metadata: { finalizers?: string[] | undefined } }): boolean =>
+  (o.metadata.finalizers ?? []).includes(FINALIZER);
 /** Annotation on managed workloads and Pod templates: the BerthLease name. */
 export const MANAGED_LEASE = 'berth.skaphos.io/managed-lease';
 /** Annotation and label on managed workloads and Pod templates: the BerthLease UID. */

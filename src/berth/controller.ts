@@ -29,10 +29,18 @@ import {
 import type { BackoffPolicy } from '../kube/restart-backoff.ts';
 import type { KubeRequester } from '../kube/transport.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
-import { GROUP, LOCAL_TIMEOUT_MS, PLURAL, REQUEUE_ON_FAILURE_MS, VERSION, WorkloadPhase } from './api.ts';
+import {
+  type BerthLease,
+  GROUP,
+  LOCAL_TIMEOUT_MS,
+  PLURAL,
+  REQUEUE_ON_FAILURE_MS,
+  VERSION,
+  WorkloadPhase,
+} from './api.ts';
 import type { LeaseEventRecorder } from './lease-reporter.ts';
 import type { LeaseClient } from './leaseclient.ts';
-import { type BerthLeaseApi, kubeBerthLeaseApi } from './leaseio.ts';
+import { type BerthLeaseApi, kubeBerthLeaseApi, parseBerthLease } from './leaseio.ts';
 import { OwnWrites } from './ownwrites.ts';
 import { BerthLeaseReconciler, CONTROLLER_NAME } from './reconciler.ts';
 import type { WorkloadManager } from './workload-manager.ts';
@@ -117,6 +125,7 @@ export class BerthLeaseController {
       clusterIdentity: options.clusterIdentity,
       operatorNamespace: options.operatorNamespace,
       writes: this.ownWrites,
+      cached: (key) => this.#cached(key),
       ...(options.workloads ? { workloads: options.workloads } : {}),
       ...(options.recorder ? { recorder: options.recorder } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
@@ -155,6 +164,17 @@ export class BerthLeaseController {
     this.informer.addEventHandler({
       onDelete: (lease) => this.ownWrites.forget(objectKey(lease)),
     });
+  }
+
+  /** The informer's copy; one that does not parse is left to the reconciler's GET to report. */
+  #cached(key: string): BerthLease | undefined {
+    const lease = this.informer.get(key);
+    if (lease === undefined) return undefined;
+    try {
+      return parseBerthLease(lease);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Starts listing and watching (idempotent). */

@@ -8,7 +8,7 @@ import type { ReconcileContext } from '../kube/controller.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { BerthLease, BerthLeaseStatus } from './api.ts';
 import type { BerthLeaseApi } from './leaseio.ts';
-import type { WriteObserver } from './ownwrites.ts';
+import { observedWrite, type WriteObserver } from './ownwrites.ts';
 import type { StatusStamp } from './status.ts';
 import type { LeaseRun } from './workload-manager.ts';
 
@@ -52,14 +52,9 @@ export class LeaseScope implements LeaseRun {
   async writeStatus(status: BerthLeaseStatus): Promise<BerthLease> {
     const before = this.#lease.status;
     if (isDeepStrictEqual(before ?? {}, status)) return this.#lease;
-    const writes = this.#deps.writes;
-    writes?.begin(this.#key);
-    let written: BerthLease | undefined;
-    try {
-      written = await this.#deps.api.updateStatus(this.#lease, status, this.signal);
-    } finally {
-      writes?.end(this.#key, written?.metadata.resourceVersion);
-    }
+    const written = await observedWrite(this.#deps.writes, this.#key, () =>
+      this.#deps.api.updateStatus(this.#lease, status, this.signal),
+    );
     this.#lease = written;
     this.#deps.onWritten(before, written);
     return written;

@@ -48,7 +48,7 @@ import { ManagedJobs } from './managed-jobs.ts';
 import { ManagedPods } from './managed-pods.ts';
 import { type ManagedWorkloadMetrics, managedWorkloadMetrics } from './metrics.ts';
 import { activeAt, isDeleting } from './ownership.ts';
-import type { WriteObserver } from './ownwrites.ts';
+import { observedWrite, type WriteObserver } from './ownwrites.ts';
 import { type LeaseSession, managedSelector, type PermitOutcome, permitPods } from './permit.ts';
 import { type StatusStamp, stoppingStatus } from './status.ts';
 import {
@@ -510,13 +510,9 @@ class LeaseWriter implements LeaseSession {
 
   async writeStatus(status: BerthLeaseStatus): Promise<BerthLease> {
     if (isDeepStrictEqual(this.#lease.status ?? {}, status)) return this.#lease;
-    this.#writes?.begin(this.#key);
-    let written: BerthLease | undefined;
-    try {
-      written = await this.#api.updateStatus(this.#lease, status, this.signal);
-    } finally {
-      this.#writes?.end(this.#key, written?.metadata.resourceVersion);
-    }
+    const written = await observedWrite(this.#writes, this.#key, () =>
+      this.#api.updateStatus(this.#lease, status, this.signal),
+    );
     this.#lease = written;
     return written;
   }

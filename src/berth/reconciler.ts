@@ -24,7 +24,7 @@
 // `handOver` stops, drains and releases the managed workloads of this cluster
 // when the leader stops gracefully, so none keeps running without an operator.
 import type { Registry } from 'prom-client';
-import { describeError } from '../kube/client.ts';
+import { describeError, isConflict, isNotFound } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { ReconcileContext, ReconcileResult } from '../kube/controller.ts';
 import { splitKey } from '../kube/keys.ts';
@@ -32,6 +32,7 @@ import type { Logger } from '../observability/logger.ts';
 import {
   type BerthLease,
   FINALIZER,
+  hasFinalizer,
   holderFor,
   LeaseState,
   ReconcileError,
@@ -62,7 +63,7 @@ import {
   standbyNeedsStop,
   stopAfterAcquireError,
 } from './ownership.ts';
-import type { WriteObserver } from './ownwrites.ts';
+import { observedWrite, type WriteObserver } from './ownwrites.ts';
 import {
   acquireFailedStatus,
   admissionRequiredStatus,
@@ -99,8 +100,10 @@ export interface BerthLeaseReconcilerOptions {
   clock?: Clock;
   recorder?: LeaseEventRecorder;
   registry?: Registry;
-  /** Told about every status write (the controller drops the watch events they cause). */
+  /** Told about every own write (the controller drops the watch events they cause). */
   writes?: WriteObserver;
+  /** The informer's copy of a lease by key, if any: a new one is written without a GET first. */
+  cached?: (key: string) => BerthLease | undefined;
   /**
    * How long a crashed leader can leave leases unrenewed (`leaderFailoverBoundMs`); leases whose TTL
    * does not outlast it get a Warning Event. Undefined: not checked (no leader election).
@@ -116,6 +119,7 @@ export class BerthLeaseReconciler {
   readonly #clock: Clock;
   readonly #reporter: LeaseReporter;
   readonly #writes: WriteObserver | undefined;
+  readonly #cached: ((key: string) => BerthLease | undefined) | undefined;
   /**
    * Highest token held per lease key (`namespace/name`) with the object's UID, remembered past a release:
    * the status forgets the token once the lease is stopped, and a later answer below it is not trusted.
@@ -135,6 +139,7 @@ export class BerthLeaseReconciler {
     this.#reporter = new LeaseReporter(options.recorder, options.registry);
     this.#failoverBoundMs = options.failoverBoundMs;
     this.#writes = options.writes;
+    this.#cached = options.cached;
   }
 
   /** The Controller's reconcile function; the key is `namespace/name`. */
@@ -149,23 +154,8 @@ export class BerthLeaseReconciler {
   async #reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult> {
     const { namespace, name } = splitKey(key);
     if (namespace === undefined) return {};
-    // 1. The stored object, not the cache: ownership decisions are made on it.
-    const lease = await this.#api.get(namespace, name, ctx.signal);
-    if (lease === undefined) {
-      this.#forget(namespace, name);
-      return {};
-    }
-    // 2. Finalizer first; its watch event brings the object back.
-    const finalizers = lease.metadata.finalizers ?? [];
-    if (!finalizers.includes(FINALIZER)) {
-      if (isDeleting(lease)) {
-        this.#forget(namespace, name);
-        return {};
-      }
-      await this.#api.setFinalizers(lease, [...finalizers, FINALIZER], ctx.signal);
-      ctx.log.debug('finalizer added');
-      return {};
-    }
+    const lease = await this.#storedWithFinalizer(namespace, name, key, ctx);
+    if (lease === undefined) return {};
     const run = this.#scope(lease, key, ctx);
     this.#reporter.setHeld(lease);
     // 3. Every status write stamps observedGeneration (status.ts).
@@ -398,7 +388,7 @@ export class BerthLeaseReconciler {
     const { namespace, name } = splitKey(key);
     if (namespace === undefined) return 'not-active';
     const lease = await this.#api.get(namespace, name, ctx.signal);
-    if (lease === undefined || !(lease.metadata.finalizers ?? []).includes(FINALIZER)) return 'not-active';
+    if (lease === undefined || !hasFinalizer(lease)) return 'not-active';
     const phase = lease.status?.workload?.phase;
     if (
       lease.spec.target === undefined ||
@@ -416,6 +406,46 @@ export class BerthLeaseReconciler {
   }
 
   // ---- observation ----
+
+  /**
+   * Steps 1 and 2: the stored object, not the cache (ownership decisions are made on it), with the
+   * finalizer added first; undefined when it is gone, or deleting without the finalizer. Beyond the
+   * original, which returns after adding the finalizer and waits for the write's watch event: the PATCH
+   * answers with the stored object, as fresh as a GET, and the reconcile goes on with it. A lease the
+   * cache shows without the finalizer is patched straight away, guarded by the cached resourceVersion, so
+   * a new lease costs no GET; a conflict or a 404 means the cache was behind, and the GET decides.
+   */
+  async #storedWithFinalizer(
+    namespace: string,
+    name: string,
+    key: string,
+    ctx: ReconcileContext,
+  ): Promise<BerthLease | undefined> {
+    const cached = this.#cached?.(key);
+    if (cached !== undefined && !hasFinalizer(cached) && !isDeleting(cached)) {
+      try {
+        return await this.#addFinalizer(cached, key, ctx);
+      } catch (err) {
+        if (!isConflict(err) && !isNotFound(err)) throw err;
+      }
+    }
+    const stored = await this.#api.get(namespace, name, ctx.signal);
+    if (stored !== undefined && hasFinalizer(stored)) return stored;
+    if (stored === undefined || isDeleting(stored)) {
+      this.#forget(namespace, name);
+      return undefined;
+    }
+    return this.#addFinalizer(stored, key, ctx);
+  }
+
+  async #addFinalizer(lease: BerthLease, key: string, ctx: ReconcileContext): Promise<BerthLease> {
+    const finalizers = [...(lease.metadata.finalizers ?? []), FINALIZER];
+    const written = await observedWrite(this.#writes, key, () =>
+      this.#api.setFinalizers(lease, finalizers, ctx.signal),
+    );
+    ctx.log.debug('finalizer added');
+    return written;
+  }
 
   /** One reconcile's view of `lease`, as this cluster's holder. */
   #scope(lease: BerthLease, key: string, ctx: ReconcileContext): LeaseScope {

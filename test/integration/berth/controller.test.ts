@@ -3,7 +3,7 @@
 // changes acted on at once, deletion through the watch, and the 5 s bound of every reconcile.
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_TIMEOUT_MS } from '../../../src/berth/api.ts';
+import { FINALIZER, LOCAL_TIMEOUT_MS } from '../../../src/berth/api.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import {
@@ -139,7 +139,9 @@ describe('BerthLease controller', () => {
       delayMs: 8_000,
       times: 1,
     });
-    await cluster.createLease('stalled', spec({ leaseName: 'stalled' }));
+    // With the finalizer, as if already seen: the reconcile starts with the GET (a new lease's first
+    // request is the finalizer's PATCH).
+    await cluster.createLease('stalled', spec({ leaseName: 'stalled' }), [FINALIZER]);
     await eventually(() => stalled.hits() === 1);
     clock.advance(LOCAL_TIMEOUT_MS - 1);
     expect(await op.metric('controller_runtime_reconcile_timeouts_total', { controller: 'berthlease' })).toBe(
@@ -151,7 +153,7 @@ describe('BerthLease controller', () => {
     // The retry (after the rate limiter's backoff on the same clock; no fault now) goes through.
     await eventually(async () => {
       clock.advance(10);
-      return (await cluster.mustLease('stalled')).metadata.finalizers?.length === 1;
+      return (await cluster.mustLease('stalled')).status?.leaseState === 'held';
     });
     await cluster.custom.patchNamespacedCustomObject(
       { ...cluster.ref(), name: 'stalled', body: { metadata: { finalizers: [] } } },

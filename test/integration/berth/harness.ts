@@ -162,11 +162,12 @@ export class Cluster {
     return this.t.kubeConfigFor(this.proxy.kubeconfigFor(this.operator.kubeconfig));
   }
 
-  async createLease(name: string, leaseSpec: BerthLeaseSpec): Promise<BerthLease> {
+  /** `finalizers`: created with them, as if a reconcile had already added the operator's. */
+  async createLease(name: string, leaseSpec: BerthLeaseSpec, finalizers: string[] = []): Promise<BerthLease> {
     const body = {
       apiVersion: `${GROUP}/${VERSION}`,
       kind: 'BerthLease',
-      metadata: { name },
+      metadata: { name, ...(finalizers.length > 0 ? { finalizers } : {}) },
       spec: leaseSpec,
     };
     return parseBerthLease(await this.custom.createNamespacedCustomObject({ ...this.ref(), body }));

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ReconcileError } from '../../../src/berth/api.ts';
+import { FINALIZER, ReconcileError } from '../../../src/berth/api.ts';
 import { BerthLeaseController } from '../../../src/berth/controller.ts';
 import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
 import { kubeBerthLeaseApi } from '../../../src/berth/leaseio.ts';
@@ -60,10 +60,10 @@ function otherClient(central: Central): HttpLeaseClient {
 }
 
 /** Creates a lease and runs the first reconcile, which adds the finalizer. */
-async function created(op: Operator, name: string, leaseSpec = spec({ leaseName: name })): Promise<void> {
-  await cluster.createLease(name, leaseSpec);
+/** A lease the operator has seen once: its finalizer is there, nothing else. */
+async function created(name: string, leaseSpec = spec({ leaseName: name })): Promise<void> {
+  await cluster.createLease(name, leaseSpec, [FINALIZER]);
   cleanups.push(() => forceDelete(name));
-  expect(await op.reconcile(name)).toEqual({});
 }
 
 async function forceDelete(name: string): Promise<void> {
@@ -85,20 +85,20 @@ describe('BerthLease reconciler against the API server and the central server', 
     expect(op.central.calls).toEqual([]);
   });
 
-  it('2. adds the finalizer on first observation and returns without requeue or Acquire', async () => {
+  it('2. adds the finalizer on first observation, then acquires in the same pass (beyond the original)', async () => {
     const { op } = await world();
     await cluster.createLease('first', spec({ leaseName: 'first' }));
     cleanups.push(() => forceDelete('first'));
-    expect(await op.reconcile('first')).toEqual({});
+    expect(await op.reconcile('first')).toEqual({ requeueAfter: 10_000 });
     const lease = await cluster.mustLease('first');
     expect(lease.metadata.finalizers).toEqual(['berth.skaphos.io/lease-release']);
-    expect(lease.status).toBeUndefined();
-    expect(op.central.calls).toEqual([]);
+    expect(lease.status).toMatchObject({ leaseState: 'held', fencingToken: 1 });
+    expect(op.central.calls.map((c) => c.op)).toEqual(['acquire']);
   });
 
   it('3. held: status held with token 1, holder, conditions; requeue after the heartbeat', async () => {
     const { op, clock } = await world();
-    await created(op, 'held');
+    await created('held');
     expect(await op.reconcile('held')).toEqual({ requeueAfter: 10_000 });
     expect(op.central.calls.map((c) => [c.op, c.name, c.holder, c.timeoutMs])).toEqual([
       ['acquire', 'held', 'cluster-east', 2_500],
@@ -144,7 +144,7 @@ describe('BerthLease reconciler against the API server and the central server', 
   it('4. standby: waiting, the other holder, token 0; requeue min(heartbeat, ttl/3)', async () => {
     const { op, central, clock } = await world();
     await otherClient(central).acquire(cluster.leaseNs, 'standby', 'cluster-west', 30);
-    await created(op, 'standby', spec({ leaseName: 'standby', heartbeatIntervalSeconds: 20 }));
+    await created('standby', spec({ leaseName: 'standby', heartbeatIntervalSeconds: 20 }));
     expect(await op.reconcile('standby')).toEqual({ requeueAfter: 10_000 });
     const lease = await cluster.mustLease('standby');
     expect(lease.status).toMatchObject({
@@ -180,7 +180,7 @@ describe('BerthLease reconciler against the API server and the central server', 
       expect(res.fencingToken).toBe(token);
       await west.release(cluster.leaseNs, 'shared', 'cluster-west', token);
     }
-    await created(op, 'deleted', spec({ leaseName: 'shared' }));
+    await created('deleted', spec({ leaseName: 'shared' }));
     await op.reconcile('deleted');
     expect((await cluster.mustLease('deleted')).status?.fencingToken).toBe(7);
     await cluster.deleteLease('deleted');
@@ -206,7 +206,7 @@ describe('BerthLease reconciler against the API server and the central server', 
   it('6. deletion without a token skips the Release', async () => {
     const { op, central } = await world();
     await otherClient(central).acquire(cluster.leaseNs, 'no-token', 'cluster-west', 30);
-    await created(op, 'no-token');
+    await created('no-token');
     await op.reconcile('no-token');
     expect((await cluster.mustLease('no-token')).status?.fencingToken).toBe(0);
     await cluster.deleteLease('no-token');
@@ -217,7 +217,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('deletion keeps the finalizer while the central Release fails, and finishes once it works', async () => {
     const { op, central } = await world();
-    await created(op, 'release-retry');
+    await created('release-retry');
     await op.reconcile('release-retry');
     await cluster.deleteLease('release-retry');
     central.store.down = true;
@@ -233,7 +233,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('deletion: a Release that conflicts (the lease moved on) counts as released', async () => {
     const { op, central, clock } = await world();
-    await created(op, 'moved-on');
+    await created('moved-on');
     await op.reconcile('moved-on');
     clock.advance(31_000);
     await otherClient(central).acquire(cluster.leaseNs, 'moved-on', 'cluster-west', 30);
@@ -248,7 +248,7 @@ describe('BerthLease reconciler against the API server and the central server', 
     const { op } = await world();
     const stalled = createOperator(cluster, { clusterId: 'cluster-east', centralUrl: hanging.url });
     cleanups.push(() => stalled.stop());
-    await created(op, 'slow-release');
+    await created('slow-release');
     await op.reconcile('slow-release');
     await cluster.deleteLease('slow-release');
     const started = performance.now();
@@ -267,11 +267,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('7. an invalid spec calls no Acquire: Acquired=False/InvalidSpec with the exact message', async () => {
     const { op } = await world();
-    await created(
-      op,
-      'invalid',
-      spec({ leaseName: 'invalid', ttlSeconds: 10, heartbeatIntervalSeconds: 10 }),
-    );
+    await created('invalid', spec({ leaseName: 'invalid', ttlSeconds: 10, heartbeatIntervalSeconds: 10 }));
     expect(await op.reconcile('invalid')).toEqual({});
     expect(op.central.calls).toEqual([]);
     expect(findCondition((await cluster.mustLease('invalid')).status, 'Acquired')).toMatchObject({
@@ -285,7 +281,6 @@ describe('BerthLease reconciler against the API server and the central server', 
   it('8. a target on a lease-only operator: Acquired=False/AdmissionRequired, no Acquire (TestLeaseOnlyDoesNotRequireAdmission)', async () => {
     const { op } = await world();
     await created(
-      op,
       'with-target',
       spec({
         leaseName: 'with-target',
@@ -305,7 +300,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('9. a central error: HeartbeatHealthy=False/AcquireFailed only, requeue 1 s; held stays held until its TTL', async () => {
     const { op, central, clock } = await world();
-    await created(op, 'outage', spec({ leaseName: 'outage', ttlSeconds: 30, heartbeatIntervalSeconds: 10 }));
+    await created('outage', spec({ leaseName: 'outage', ttlSeconds: 30, heartbeatIntervalSeconds: 10 }));
     await op.reconcile('outage');
     central.store.down = true;
     clock.advance(10_000);
@@ -351,7 +346,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('9. an unreachable central server is an AcquireFailed too', async () => {
     const { op, central } = await world();
-    await created(op, 'unreachable');
+    await created('unreachable');
     await central.stop();
     expect(await op.reconcile('unreachable')).toEqual({ requeueAfter: 1_000 });
     expect(findCondition((await cluster.mustLease('unreachable')).status, 'HeartbeatHealthy')).toMatchObject({
@@ -369,7 +364,7 @@ describe('BerthLease reconciler against the API server and the central server', 
       clock: newClock(),
     });
     cleanups.push(() => op.stop());
-    await created(op, 'hung', spec({ leaseName: 'hung', ttlSeconds: 3, heartbeatIntervalSeconds: 1 }));
+    await created('hung', spec({ leaseName: 'hung', ttlSeconds: 3, heartbeatIntervalSeconds: 1 }));
     const started = performance.now();
     expect(await op.reconcile('hung')).toEqual({ requeueAfter: 1_000 });
     const took = performance.now() - started;
@@ -383,7 +378,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('10. a lease lost to another holder: waiting, token 0, the new holder, LeaseLost', async () => {
     const { op, central, clock } = await world();
-    await created(op, 'lost');
+    await created('lost');
     await op.reconcile('lost');
     // This cluster stops renewing; after the TTL the other one reclaims.
     clock.advance(31_000);
@@ -407,7 +402,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('12. --cluster-id overrides spec.holderIdentity; without it the spec holder is used', async () => {
     const { op, central, clock } = await world({ clusterId: '' });
-    await created(op, 'fallback', spec({ leaseName: 'fallback', holderIdentity: 'worker-east-1' }));
+    await created('fallback', spec({ leaseName: 'fallback', holderIdentity: 'worker-east-1' }));
     await op.reconcile('fallback');
     expect(op.central.of('acquire')[0]?.holder).toBe('worker-east-1');
     expect((await cluster.mustLease('fallback')).status?.currentHolder).toBe('worker-east-1');
@@ -435,7 +430,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('14. a spec change stamps the new observedGeneration; lastTransitionTime stays while the status holds', async () => {
     const { op, clock } = await world();
-    await created(op, 'generation');
+    await created('generation');
     await op.reconcile('generation');
     const first = findCondition((await cluster.mustLease('generation')).status, 'Acquired');
     await cluster.custom.patchNamespacedCustomObject(
@@ -454,7 +449,7 @@ describe('BerthLease reconciler against the API server and the central server', 
 
   it('a status write from a stale copy fails with 409 and changes nothing', async () => {
     const { op, central, clock } = await world();
-    await created(op, 'stale');
+    await created('stale');
     // Someone else writes the status between the reconciler's read and its write.
     const transport = new KubeTransport(cluster.operatorKubeConfig());
     cleanups.push(() => transport.close());
@@ -506,7 +501,8 @@ describe('BerthLease reconciler against the API server and the central server', 
       updates.remove();
       patches.remove();
     });
-    await created(op, 'rbac');
+    await cluster.createLease('rbac', spec({ leaseName: 'rbac' }));
+    cleanups.push(() => forceDelete('rbac'));
     await op.reconcile('rbac');
     expect((await cluster.mustLease('rbac')).status?.leaseState).toBe('held');
     await cluster.deleteLease('rbac');

@@ -230,8 +230,15 @@ export class ManagedCluster {
     return this.t.kubeConfigFor(this.proxy.kubeconfigFor(this.#operator.kubeconfig));
   }
 
-  async createLease(name: string, spec: BerthLeaseSpec, namespace = NS): Promise<BerthLease> {
-    const body = { apiVersion: `${GROUP}/${VERSION}`, kind: 'BerthLease', metadata: { name }, spec };
+  /** `finalizers`: created with them, as if a reconcile had already added the operator's. */
+  async createLease(
+    name: string,
+    spec: BerthLeaseSpec,
+    namespace = NS,
+    finalizers: string[] = [],
+  ): Promise<BerthLease> {
+    const metadata = { name, ...(finalizers.length > 0 ? { finalizers } : {}) };
+    const body = { apiVersion: `${GROUP}/${VERSION}`, kind: 'BerthLease', metadata, spec };
     return parseBerthLease(
       await this.custom.createNamespacedCustomObject({ ...this.ref(), namespace, body }),
     );

@@ -7,7 +7,7 @@
 // needs the controllers running.
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type BerthLease, type BerthLeaseSpec, ReconcileError } from '../../../src/berth/api.ts';
+import { type BerthLease, type BerthLeaseSpec, FINALIZER, ReconcileError } from '../../../src/berth/api.ts';
 import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { kubeBerthLeaseApi } from '../../../src/berth/leaseio.ts';
 import { type LeaseSession, PermitError, permitPods } from '../../../src/berth/permit.ts';
@@ -102,13 +102,14 @@ async function managed(
   spec: BerthLeaseSpec = deploymentLease(name, 2),
   o: { replicas?: number; createTarget?: () => Promise<unknown> } = {},
 ): Promise<BerthLease> {
-  await cluster.createLease(name, spec);
+  // Without a running controller, created as if a first reconcile had added the finalizer.
+  await cluster.createLease(name, spec, NS, op === undefined ? [] : [FINALIZER]);
   cleanups.push(async () => {
     await forceDelete(name);
     await cluster.apps.deleteNamespacedDeployment({ namespace: NS, name }).catch(() => {});
   });
-  if (op !== undefined) expect(await op.reconcile(name)).toEqual({});
-  else await eventually(async () => (await cluster.mustLease(name)).metadata.finalizers?.length === 1);
+  if (op === undefined)
+    await eventually(async () => (await cluster.mustLease(name)).metadata.finalizers?.length === 1);
   await (o.createTarget ?? (() => cluster.createDeployment(name, o.replicas ?? 0)))();
   return until(async () => {
     const lease = await cluster.mustLease(name);

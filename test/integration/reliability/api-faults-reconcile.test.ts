@@ -7,7 +7,7 @@
 // crash or leave an unhandled rejection behind.
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type BerthLease, LOCAL_TIMEOUT_MS } from '../../../src/berth/api.ts';
+import { type BerthLease, FINALIZER, LOCAL_TIMEOUT_MS } from '../../../src/berth/api.ts';
 import type { LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { mergePatch } from '../../helpers/api.ts';
@@ -117,13 +117,20 @@ const effects: Array<{ name: string; effect: FaultRule }> = [
   { name: '410', effect: { status: 410 } },
   { name: 'a reset connection', effect: { resetConnection: true } },
 ];
-const leaseRequests: Array<{ name: string; on: Row['on'] }> = [
-  { name: 'GET', on: { verbs: ['get'] } },
-  { name: 'finalizer PATCH', on: { verbs: ['patch'] } },
-  { name: 'status PUT', on: { verbs: ['update'], subresource: 'status' } },
+// A new lease's first request is the finalizer's PATCH (the cache has the lease, so no GET); one created
+// with the finalizer, as if already seen, starts each reconcile with the GET.
+const leaseRequests: Array<{ name: string; on: Row['on']; finalizers: string[] }> = [
+  { name: 'GET', on: { verbs: ['get'] }, finalizers: [FINALIZER] },
+  { name: 'finalizer PATCH', on: { verbs: ['patch'] }, finalizers: [] },
+  { name: 'status PUT', on: { verbs: ['update'], subresource: 'status' }, finalizers: [] },
 ];
-const leaseRows: Row[] = leaseRequests.flatMap((r) =>
-  effects.map((e) => ({ name: `${e.name} on the ${r.name}`, on: r.on, effect: e.effect })),
+const leaseRows: Array<Row & { finalizers: string[] }> = leaseRequests.flatMap((r) =>
+  effects.map((e) => ({
+    name: `${e.name} on the ${r.name}`,
+    on: r.on,
+    effect: e.effect,
+    finalizers: r.finalizers,
+  })),
 );
 
 describe('with the controller running (real clock)', () => {
@@ -139,10 +146,10 @@ describe('with the controller running (real clock)', () => {
     await op?.stop();
   });
 
-  it.each(leaseRows)('lease-only: $name, then held', async ({ on, effect }) => {
+  it.each(leaseRows)('lease-only: $name, then held', async ({ on, effect, finalizers }) => {
     const name = `only-${++index}`;
     const failing = cluster.proxy.inject(at('berthleases', name, { ...on, ...effect }));
-    await cluster.createLease(name, spec({ leaseName: name }));
+    await cluster.createLease(name, spec({ leaseName: name }), NS, finalizers);
     // A reset write may have been applied before its answer was lost: then there is nothing to retry.
     const write = on.verbs?.[0] !== 'get';
     await eventually(() => failing.hits() >= (write && effect.resetConnection ? 1 : HITS), CONVERGE);
@@ -159,7 +166,7 @@ describe('with the controller running (real clock)', () => {
       at('berthleases', name, { verbs: ['update'], subresource: 'status' }),
     );
     const errors = (await op.metric('controller_runtime_reconcile_errors_total')) ?? 0;
-    // Between the reconciler's GET and its status write, another client changes the object.
+    // Between the reconciler's read and its status write, another client changes the object.
     beforeAcquire.set(name, async () => {
       await cluster.custom.patchNamespacedCustomObject(
         { ...cluster.ref(), name, body: { metadata: { labels: { team: 'payments' } } } },
@@ -296,48 +303,56 @@ describe('with the controller on an injected clock', () => {
   const adds = async (): Promise<number> =>
     (await op.metric('workqueue_adds_total', { name: 'berthlease' })) ?? 0;
 
-  it.each([
-    { name: 'status PUT', on: { verbs: ['update'], subresource: 'status' } },
-    { name: 'GET', on: { verbs: ['get'] } },
-  ])('429 with Retry-After on the $name: not retried before the server said', async ({ on }) => {
-    const name = `throttled-${on.verbs[0]}`;
-    const retryAfterSeconds = 2;
-    const failedBefore = await errors();
-    const fault = cluster.proxy.inject(
-      at('berthleases', name, { ...on, status: 429, retryAfterSeconds, times: 1 }),
-    );
-    await cluster.createLease(name, spec({ leaseName: name }));
-    await eventually(async () => fault.hits() === 1 && (await errors()) > failedBefore, CONVERGE);
-    const queued = await adds();
-    // The retry is queued no sooner than Retry-After (the rate limiter alone would retry after 5 ms).
-    clock.advance(retryAfterSeconds * 1000 - 1);
-    expect(await adds()).toBe(queued);
-    clock.advance(1);
-    expect(await adds()).toBe(queued + 1);
-    await eventually(() => held(name), CONVERGE);
-    expect(fault.hits()).toBe(1);
-    await removeLease(name);
-  });
+  // A new lease's first request is the finalizer's PATCH (no GET, the cache has it); a lease created with
+  // the finalizer, as if already seen, starts every reconcile with the GET.
+  const FAULTED = [
+    { name: 'status PUT', on: { verbs: ['update'], subresource: 'status' }, finalizers: [] },
+    { name: 'GET', on: { verbs: ['get'] }, finalizers: [FINALIZER] },
+    { name: 'finalizer PATCH', on: { verbs: ['patch'] }, finalizers: [] },
+  ];
 
-  it.each([
-    { name: 'GET', on: { verbs: ['get'] } },
-    { name: 'status PUT', on: { verbs: ['update'], subresource: 'status' } },
-  ])('a $name slower than the reconcile deadline: cut at 5 s, retried, then held', async ({ on }) => {
-    const name = `slow-${on.verbs[0]}`;
-    const timeouts = (await op.metric('controller_runtime_reconcile_timeouts_total')) ?? 0;
-    // In place before the lease exists: its reconciles follow its watch events within milliseconds, so
-    // a fault injected later could come after the first status write, and a reconcile with nothing new
-    // to write makes none.
-    const stalled = cluster.proxy.inject(at('berthleases', name, { ...on, delayMs: 120_000, times: 1 }));
-    await cluster.createLease(name, spec({ leaseName: name }));
-    await eventually(() => stalled.hits() === 1, CONVERGE);
-    clock.advance(LOCAL_TIMEOUT_MS);
-    await eventually(
-      async () => ((await op.metric('controller_runtime_reconcile_timeouts_total')) ?? 0) > timeouts,
-      CONVERGE,
-    );
-    // Cut off, the reconcile is retried from a fresh read until the held status is written.
-    await advanceUntil(clock, 10, () => held(name), CONVERGE);
-    await removeLease(name);
-  });
+  it.each(FAULTED)(
+    '429 with Retry-After on the $name: not retried before the server said',
+    async ({ on, finalizers }) => {
+      const name = `throttled-${on.verbs[0]}`;
+      const retryAfterSeconds = 2;
+      const failedBefore = await errors();
+      const fault = cluster.proxy.inject(
+        at('berthleases', name, { ...on, status: 429, retryAfterSeconds, times: 1 }),
+      );
+      await cluster.createLease(name, spec({ leaseName: name }), NS, finalizers);
+      await eventually(async () => fault.hits() === 1 && (await errors()) > failedBefore, CONVERGE);
+      const queued = await adds();
+      // The retry is queued no sooner than Retry-After (the rate limiter alone would retry after 5 ms).
+      clock.advance(retryAfterSeconds * 1000 - 1);
+      expect(await adds()).toBe(queued);
+      clock.advance(1);
+      expect(await adds()).toBe(queued + 1);
+      await eventually(() => held(name), CONVERGE);
+      expect(fault.hits()).toBe(1);
+      await removeLease(name);
+    },
+  );
+
+  it.each(FAULTED)(
+    'a $name slower than the reconcile deadline: cut at 5 s, retried, then held',
+    async ({ on, finalizers }) => {
+      const name = `slow-${on.verbs[0]}`;
+      const timeouts = (await op.metric('controller_runtime_reconcile_timeouts_total')) ?? 0;
+      // In place before the lease exists: its reconciles follow its watch events within milliseconds, so
+      // a fault injected later could come after the first status write, and a reconcile with nothing new
+      // to write makes none.
+      const stalled = cluster.proxy.inject(at('berthleases', name, { ...on, delayMs: 120_000, times: 1 }));
+      await cluster.createLease(name, spec({ leaseName: name }), NS, finalizers);
+      await eventually(() => stalled.hits() === 1, CONVERGE);
+      clock.advance(LOCAL_TIMEOUT_MS);
+      await eventually(
+        async () => ((await op.metric('controller_runtime_reconcile_timeouts_total')) ?? 0) > timeouts,
+        CONVERGE,
+      );
+      // Cut off, the reconcile is retried from a fresh read until the held status is written.
+      await advanceUntil(clock, 10, () => held(name), CONVERGE);
+      await removeLease(name);
+    },
+  );
 });

@@ -33,6 +33,15 @@ const conflict = (name: string): KubeApiError =>
     message: `Operation cannot be fulfilled on berthleases.berth.skaphos.io "${name}": the object has been modified; please apply your changes to the latest version and try again`,
   });
 
+const notFound = (name: string): KubeApiError =>
+  new KubeApiError(404, {
+    kind: 'Status',
+    status: 'Failure',
+    reason: 'NotFound',
+    code: 404,
+    message: `berthleases.berth.skaphos.io "${name}" not found`,
+  });
+
 export class FakeLeaseStore implements BerthLeaseApi {
   readonly objects = new Map<string, BerthLease>();
   readonly calls: string[] = [];
@@ -87,7 +96,8 @@ export class FakeLeaseStore implements BerthLeaseApi {
   async setFinalizers(lease: BerthLease, finalizers: string[]): Promise<BerthLease> {
     const name = lease.metadata.name;
     this.calls.push(`finalizers ${name} [${finalizers.join(',')}]`);
-    const l = this.stored(name);
+    const l = this.objects.get(name);
+    if (l === undefined) throw notFound(name);
     if (l.metadata.resourceVersion !== lease.metadata.resourceVersion) throw conflict(name);
     l.metadata.finalizers = [...finalizers];
     l.metadata.resourceVersion = String(++this.#rv);

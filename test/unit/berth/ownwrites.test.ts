@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OwnWrites } from '../../../src/berth/ownwrites.ts';
+import { OwnWrites, observedWrite } from '../../../src/berth/ownwrites.ts';
 
 function tracker(): { writes: OwnWrites; enqueued: string[] } {
   const enqueued: string[] = [];
@@ -41,6 +41,41 @@ describe('OwnWrites', () => {
     writes.end('ns/a', undefined);
     expect(enqueued).toEqual(['ns/a']);
     expect(writes.isOwn('ns/a', '12')).toBe(false);
+  });
+
+  it("remembers the last few writes: the finalizer's event may come after the next status write", () => {
+    const { writes, enqueued } = tracker();
+    writes.begin('ns/a');
+    writes.end('ns/a', '10');
+    writes.begin('ns/a');
+    expect(writes.isOwn('ns/a', '11')).toBe(true);
+    writes.end('ns/a', '11');
+    expect(writes.isOwn('ns/a', '10')).toBe(true);
+    expect(enqueued).toEqual([]);
+    for (const rv of ['12', '13', '14']) {
+      writes.begin('ns/a');
+      writes.end('ns/a', rv);
+    }
+    expect(writes.isOwn('ns/a', '10')).toBe(false);
+    expect(writes.isOwn('ns/a', '11')).toBe(true);
+  });
+
+  it('observedWrite announces the write and records what it stored, or nothing when it failed', async () => {
+    const { writes, enqueued } = tracker();
+    const stored = { metadata: { resourceVersion: '20' } };
+    const written = observedWrite(writes, 'ns/a', async () => {
+      expect(writes.isOwn('ns/a', '20')).toBe(true);
+      return stored;
+    });
+    expect(await written).toBe(stored);
+    expect(writes.isOwn('ns/a', '20')).toBe(true);
+    await expect(
+      observedWrite(writes, 'ns/a', async () => {
+        writes.isOwn('ns/a', '21');
+        throw new Error('conflict');
+      }),
+    ).rejects.toThrow('conflict');
+    expect(enqueued).toEqual(['ns/a']);
   });
 
   it('forgets deleted objects', () => {

@@ -2,7 +2,7 @@
 // scenarios of docs/behaviour.md §6.2 that apply to lease-only leases), with a ManualClock. The same scenarios run
 // against the sandbox API server and the real central server in test/integration/berth/reconciler.test.ts.
 import { describe, expect, it } from 'vitest';
-import { ReconcileError } from '../../../src/berth/api.ts';
+import { type BerthLease, ReconcileError } from '../../../src/berth/api.ts';
 import { BerthLeaseReconciler, OWNERSHIP_ELAPSED_MESSAGE } from '../../../src/berth/reconciler.ts';
 import { findCondition, formatTime } from '../../../src/berth/status.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
@@ -22,7 +22,14 @@ import {
 
 const T0 = Date.UTC(2026, 8, 7, 9, 0, 0);
 
-function setup(o: { clusterIdentity?: string; operatorNamespace?: string; failoverBoundMs?: number } = {}) {
+function setup(
+  o: {
+    clusterIdentity?: string;
+    operatorNamespace?: string;
+    failoverBoundMs?: number;
+    cached?: (key: string) => BerthLease | undefined;
+  } = {},
+) {
   const store = new FakeLeaseStore();
   const central = new ScriptedLeaseClient();
   const clock = new ManualClock(T0);
@@ -37,6 +44,7 @@ function setup(o: { clusterIdentity?: string; operatorNamespace?: string; failov
     recorder,
     registry,
     ...(o.failoverBoundMs !== undefined ? { failoverBoundMs: o.failoverBoundMs } : {}),
+    ...(o.cached ? { cached: o.cached } : {}),
   });
   const reconcile = (name: string, signal?: AbortSignal) =>
     reconciler.reconcile(`${NS}/${name}`, ctx(name, signal));
@@ -55,11 +63,76 @@ describe('BerthLeaseReconciler (lease-only)', () => {
     expect(central.calls).toEqual([]);
   });
 
-  it('adds the finalizer on first observation, with no requeue and no Acquire (TestReconcileAddsFinalizerOnFirstObservation)', async () => {
+  it("adds the finalizer on first observation, then goes on with the write's answer (TestReconcileAddsFinalizerOnFirstObservation, beyond the original)", async () => {
+    const { reconcile, store, central, clock } = setup();
+    store.create('l', leaseOnlySpec(), { finalizer: false });
+    central.acquireAnswers = [acquired('cluster-east', 1, clock.now())];
+    expect(await reconcile('l')).toEqual({ requeueAfter: 10_000 });
+    // One read: the status write is guarded by the resourceVersion the finalizer's PATCH answered.
+    expect(store.calls).toEqual(['get l', 'finalizers l [berth.skaphos.io/lease-release]', 'status l']);
+    expect(store.stored('l').metadata.finalizers).toEqual(['berth.skaphos.io/lease-release']);
+    expect(central.calls.map((c) => c.op)).toEqual(['acquire']);
+    expect(store.stored('l').status).toMatchObject({ leaseState: 'held', fencingToken: 1 });
+  });
+
+  describe('a new lease as the cache shows it', () => {
+    const FIN = 'finalizers l [berth.skaphos.io/lease-release]';
+    /** The cache holds what the store had when the lease was created, changed by `edit`. */
+    function cachedSetup(edit: (l: BerthLease) => void = () => {}) {
+      let copy: BerthLease | undefined;
+      const t = setup({ cached: (key) => (key === `${NS}/l` ? copy : undefined) });
+      t.store.create('l', leaseOnlySpec(), { finalizer: false });
+      copy = structuredClone(t.store.stored('l'));
+      edit(copy);
+      t.central.acquireAnswers = [acquired('cluster-east', 1, t.clock.now())];
+      return t;
+    }
+
+    it('is patched without a GET, guarded by the cached resourceVersion', async () => {
+      const { reconcile, store, central } = cachedSetup();
+      expect(await reconcile('l')).toEqual({ requeueAfter: 10_000 });
+      expect(store.calls).toEqual([FIN, 'status l']);
+      expect(central.calls.map((c) => c.op)).toEqual(['acquire']);
+    });
+
+    it('a cache behind the stored object: the PATCH conflicts, and the GET decides', async () => {
+      const { reconcile, store } = cachedSetup((l) => {
+        l.metadata.resourceVersion = '1';
+      });
+      expect(await reconcile('l')).toEqual({ requeueAfter: 10_000 });
+      expect(store.calls).toEqual([FIN, 'get l', FIN, 'status l']);
+      expect(store.stored('l').status).toMatchObject({ leaseState: 'held' });
+    });
+
+    it('a cached lease that is gone: the PATCH finds nothing, the GET confirms, nothing is acquired', async () => {
+      const { reconcile, store, central } = cachedSetup();
+      store.objects.delete('l');
+      expect(await reconcile('l')).toEqual({});
+      expect(store.calls).toEqual([FIN, 'get l']);
+      expect(central.calls).toEqual([]);
+    });
+
+    it('a cached copy with the finalizer, or deleting, takes the GET first', async () => {
+      for (const edit of [
+        (l: BerthLease) => {
+          l.metadata.finalizers = ['berth.skaphos.io/lease-release'];
+        },
+        (l: BerthLease) => {
+          l.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
+        },
+      ]) {
+        const { reconcile, store } = cachedSetup(edit);
+        await reconcile('l');
+        expect(store.calls[0]).toBe('get l');
+      }
+    });
+  });
+
+  it('a failed finalizer write ends the pass before any Acquire', async () => {
     const { reconcile, store, central } = setup();
     store.create('l', leaseOnlySpec(), { finalizer: false });
-    expect(await reconcile('l')).toEqual({});
-    expect(store.stored('l').metadata.finalizers).toEqual(['berth.skaphos.io/lease-release']);
+    store.setFinalizers = () => Promise.reject(new Error('the object has been modified'));
+    await expect(reconcile('l')).rejects.toThrow(/has been modified/);
     expect(central.calls).toEqual([]);
     expect(store.stored('l').status).toBeUndefined();
   });
