@@ -45,8 +45,12 @@ import { OwnWrites } from './ownwrites.ts';
 import { BerthLeaseReconciler, CONTROLLER_NAME } from './reconciler.ts';
 import type { WorkloadManager } from './workload-manager.ts';
 
-/** Default concurrent reconciles: a hung central call holds a worker for up to 2.5 s. */
-export const DEFAULT_MAX_CONCURRENT_RECONCILES = 4;
+/**
+ * Default concurrent reconciles. A hung central call holds a worker for up to 2.5 s, and a reconcile is
+ * mostly waiting on the API server and the central server: at 1,000 new leases 16 workers held them all
+ * in 13-14 s where 4 took 19 s (docs/performance.md, "leases").
+ */
+export const DEFAULT_MAX_CONCURRENT_RECONCILES = 16;
 
 export interface BerthLeaseControllerOptions {
   /** The process's API transport: used by the informer and the reconciler's direct reads and writes. */
