@@ -27,7 +27,7 @@ function usage(fn: () => unknown): string {
 }
 
 describe('berth flags', () => {
-  it('defaults: no central API (controller off), no cluster id, 4 workers', () => {
+  it('defaults: no central API (controller off), no cluster id, 16 workers', () => {
     expect(parse([])).toEqual({
       apiServer: '',
       apiKey: '',
@@ -38,7 +38,7 @@ describe('berth flags', () => {
       insecureSkipTlsVerify: false,
       clusterId: '',
       useSpecHolderIdentity: false,
-      maxConcurrentReconciles: 4,
+      maxConcurrentReconciles: 16,
     });
   });
 
