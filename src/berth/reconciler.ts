@@ -1,6 +1,7 @@
 // The BerthLease reconciler (docs/behaviour.md §2.2-§2.5, §2.9): holds, or waits for, each
 // lease at the central Berth lease API with fencing tokens. Steps of §2.3 in order:
-//   1 direct GET (never the cache)  2 finalizer first  3 observedGeneration  4 forced stop
+//   1 direct GET (never the cache; for a new lease, the guarded finalizer PATCH's answer)
+//   2 finalizer first, then on with the PATCH's answer  3 observedGeneration  4 forced stop
 //   5 invalid spec  6 target verification  7 central Acquire bounded by min(heartbeat, 2.5 s)
 //   8 acquire error  9 held by another  10 sanity check of the answer  11 local deadline
 //   12 workload record  13 held status  14 activation  15 requeue
