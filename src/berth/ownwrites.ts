@@ -16,7 +16,7 @@ export interface WriteObserver {
   end(key: string, resourceVersion: string | undefined): void;
 }
 
-/** Own writes remembered per key: more than one reconcile writes (the finalizer, then a status or two). */
+/** Own writes remembered per key: a new lease's finalizer and the status writes that follow it. */
 const REMEMBERED = 4;
 
 /** Runs `write` of `key` announced to `writes`, which learns the resourceVersion it stored. */

@@ -1,6 +1,6 @@
 // The reconciler's decisions against fakes of its two edges (the Go reconciler_test.go / status_test.go
 // scenarios of docs/behaviour.md §6.2 that apply to lease-only leases), with a ManualClock. The same scenarios run
-// against the sandbox API server and the real central server in test/integration/berth/reconciler.test.ts.
+// against the real control plane and the real central server in test/integration/berth/reconciler.test.ts.
 import { describe, expect, it } from 'vitest';
 import { type BerthLease, ReconcileError } from '../../../src/berth/api.ts';
 import { BerthLeaseReconciler, OWNERSHIP_ELAPSED_MESSAGE } from '../../../src/berth/reconciler.ts';
