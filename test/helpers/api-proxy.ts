@@ -116,6 +116,11 @@ export interface FaultRule {
   retryAfterSeconds?: number;
   /** Delay before forwarding (or before answering with `status`). */
   delayMs?: number;
+  /**
+   * Hold the request (after `delayMs`) until this settles: a test orders its own steps against the held
+   * request by events, not by guessing how long they take.
+   */
+  until?: Promise<unknown>;
   /** Destroy the connection without an answer. */
   resetConnection?: boolean;
   /** How many requests the rule applies to; unlimited when absent. */
@@ -416,6 +421,10 @@ export class ApiProxy {
     const rule = attrs && this.#take(attrs);
     if (rule?.delayMs) {
       await new Promise((r) => setTimeout(r, rule.delayMs));
+      if (res.destroyed) return;
+    }
+    if (rule?.until) {
+      await rule.until.catch(() => {});
       if (res.destroyed) return;
     }
     if (rule?.resetConnection) {

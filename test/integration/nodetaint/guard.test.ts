@@ -247,20 +247,21 @@ describe('node taint guard', () => {
     const node = await newNode('fight-2');
     await cluster.createPod('agent-fight-2', node);
     await cluster.setReady('agent-fight-2', false, clock.now() - 3_600_000);
-    // Hold the guard's first patch long enough for another writer to change the node underneath it.
+    // Hold the guard's first patch until another writer has changed the node underneath it.
+    const changed = Promise.withResolvers<void>();
     const held = cluster.proxy.inject({
       verbs: ['patch'],
       resource: 'nodes',
       name: node,
       user: cluster.guardUser,
-      delayMs: 500,
+      until: changed.promise,
       times: 1,
     });
     const patches = cluster.countGuardPatches(node);
     await start(clock);
     await eventually(() => held.hits() === 1);
     const dedicated = { key: 'example.com/dedicated', value: 'gpu', effect: 'NoSchedule' };
-    await cluster.addTaint(node, dedicated);
+    await cluster.addTaint(node, dedicated).finally(changed.resolve);
 
     await eventually(async () => (await cluster.guardTaints(node)).length === 1);
     expect(await cluster.taints(node)).toEqual([

@@ -264,12 +264,13 @@ describe('webhook registration', () => {
 
   it("never overwrites a concurrent change: the guarded update gets a 409, re-reads and keeps the other writer's label", async () => {
     await eventually(() => registered(ownerUid));
-    // Hold the operator's next update of the validating configuration while someone else changes it.
+    // Hold the operator's next update of the validating configuration until someone else has changed it.
+    const labelled = Promise.withResolvers<void>();
     const held = proxy.inject({
       verbs: ['update'],
       resource: 'validatingwebhookconfigurations',
       user: operatorUser,
-      delayMs: 500,
+      until: labelled.promise,
       times: 1,
     });
     try {
@@ -280,6 +281,7 @@ describe('webhook registration', () => {
       await eventually(() => held.hits() === 1);
       // While the update waits, someone labels the object (an unguarded write would drop the label).
       const label = await t.kubectl(['label', 'validatingwebhookconfiguration', CONFIG, 'team=platform']);
+      labelled.resolve();
       expect(label.code, label.stderr).toBe(0);
       await eventually(() => registered(ownerUid));
       const { v } = await readBoth();
@@ -288,6 +290,7 @@ describe('webhook registration', () => {
         proxy.records.some((r) => r.resource === 'validatingwebhookconfigurations' && r.status === 409),
       ).toBe(true);
     } finally {
+      labelled.resolve();
       held.remove();
     }
   });
