@@ -21,8 +21,8 @@ export const CRD_NAME = `${PLURAL}.${GROUP}`;
 
 export const FINALIZER = 'berth.skaphos.io/lease-release';
 /** Whether the operator's finalizer is on the object. */
-export const hasFinalizer = (o: { metadata: { finalizers?: string[] | undefined } }): boolean =>
-  (o.metadata.finalizers ?? []).includes(FINALIZER);
+export const hasFinalizer = (o: { metadata?: { finalizers?: string[] | undefined } | undefined }): boolean =>
+  (o.metadata?.finalizers ?? []).includes(FINALIZER);
 /** Annotation on managed workloads and Pod templates: the BerthLease name. */
 export const MANAGED_LEASE = 'berth.skaphos.io/managed-lease';
 /** Annotation and label on managed workloads and Pod templates: the BerthLease UID. */

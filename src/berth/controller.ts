@@ -32,6 +32,7 @@ import { createLogger, type Logger } from '../observability/logger.ts';
 import {
   type BerthLease,
   GROUP,
+  hasFinalizer,
   LOCAL_TIMEOUT_MS,
   PLURAL,
   REQUEUE_ON_FAILURE_MS,
@@ -170,10 +171,14 @@ export class BerthLeaseController {
     });
   }
 
-  /** The informer's copy; one that does not parse is left to the reconciler's GET to report. */
+  /**
+   * The informer's copy of a lease without the finalizer, the only copy the reconciler acts on: the leases
+   * it holds are not parsed again on every heartbeat. One that does not parse is left to the reconciler's
+   * GET to report.
+   */
   #cached(key: string): BerthLease | undefined {
     const lease = this.informer.get(key);
-    if (lease === undefined) return undefined;
+    if (lease === undefined || hasFinalizer(lease)) return undefined;
     try {
       return parseBerthLease(lease);
     } catch {

@@ -103,7 +103,10 @@ export interface BerthLeaseReconcilerOptions {
   registry?: Registry;
   /** Told about every own write (the controller drops the watch events they cause). */
   writes?: WriteObserver;
-  /** The informer's copy of a lease by key, if any: a new one is written without a GET first. */
+  /**
+   * The informer's copy of a lease by key, if any (one with the finalizer may be left out): a new one is
+   * written without a GET first.
+   */
   cached?: (key: string) => BerthLease | undefined;
   /**
    * How long a crashed leader can leave leases unrenewed (`leaderFailoverBoundMs`); leases whose TTL

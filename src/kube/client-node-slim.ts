@@ -2,9 +2,10 @@
 // The process uses KubeConfig (client.ts) and the RequestContext that carries its authentication
 // (transport.ts); every request goes through our transport. But client-node's config module imports two
 // names from its generated index, and that index loads every API class and model, code that never runs:
-// 46 MiB of RSS and 15 MiB of heap in a bare Node process, 21 MiB of the idle operator's RSS. This resolve hook gives config.js, and only config.js, a
-// module holding just those two names. Should a client-node upgrade import another name there, linking
-// fails at start-up with that name in the message (a test runs the binary), never later at run time.
+// 46 MiB of RSS and 15 MiB of heap in a bare Node process, 21 MiB of the idle operator's RSS. This
+// resolve hook gives config.js, and only config.js, a module holding just those two names. Should a
+// client-node upgrade import another name there, linking fails at start-up with that name in the message
+// (a test runs the binary), never later at run time.
 import { registerHooks } from 'node:module';
 
 const CONFIG_MODULE = '/@kubernetes/client-node/dist/config.js';

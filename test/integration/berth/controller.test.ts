@@ -75,6 +75,15 @@ describe('BerthLease controller', () => {
       timeoutMs: 5_000,
     });
     expect((await cluster.mustLease('beat')).metadata.finalizers).toEqual(['berth.skaphos.io/lease-release']);
+    // One reconcile from the informer's copy: the guarded finalizer PATCH, no GET before it, then the held
+    // status.
+    const own = cluster.proxy.records.filter(
+      (r) => r.user === OPERATOR_USER && r.resource === 'berthleases' && r.name === 'beat',
+    );
+    expect(own.slice(0, 2).map((r) => [r.verb, r.subresource])).toEqual([
+      ['patch', ''],
+      ['update', 'status'],
+    ]);
 
     // Five more heartbeats. Had the watch events of its own status writes come back as reconciles,
     // there would be two Acquires per heartbeat and these would take about half as long.
