@@ -15,14 +15,18 @@ import {
   validatingWebhookConfiguration,
 } from '../webhooks/configurations.ts';
 import { webhookFlags } from '../webhooks/flags.ts';
-import { WebhookRegistration } from '../webhooks/registration.ts';
+import type { LeaseCache } from '../webhooks/leases.ts';
+import { WebhookRegistration, type WebhookRegistrationOptions } from '../webhooks/registration.ts';
+import { ScopeMigration } from '../webhooks/scope-migration.ts';
 import type { AdmissionHandler } from '../webhooks/server.ts';
 import { AdmissionServer } from '../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../webhooks/workload-admission.ts';
+import { AdmissionScope } from './berth/api.ts';
 import { berthFlags, leaseClientFor } from './berth/config.ts';
 import { BerthLeaseController } from './berth/controller.ts';
 import { leaderFailoverBoundMs } from './berth/failover-margin.ts';
 import { ManagedWorkloads } from './berth/managed-workloads.ts';
+import { NamespaceScope } from './berth/namespace-scope.ts';
 import { CENTRAL_READINESS_CHECK, centralReadinessCheck } from './berth/readiness.ts';
 import type { CommandSpec, FlagValues } from './cli.ts';
 import { UsageError } from './cli.ts';
@@ -125,15 +129,20 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     reportingInstance: identity.slice(0, 128),
     logger,
   });
+  let leaseCache: LeaseCache | undefined;
   if (features.berth.apiServer !== '') {
     // With leader election a crashed leader is replaced within this; leases must outlast it.
     const failoverBoundMs = config.leaderElect
       ? leaderFailoverBoundMs(config.leaderElectionLeaseDuration, config.leaderElectionRetryPeriod)
       : undefined;
-    addBerthLeases(manager, deps, { transport, recorder, registry, failoverBoundMs });
+    const leases = addBerthLeases(manager, deps, { transport, recorder, registry, failoverBoundMs });
+    leaseCache = {
+      synced: () => leases.informer.hasSynced(),
+      inNamespace: (namespace) => leases.informer.list(namespace),
+    };
   }
   if (features.webhook.enableWorkloadAdmission || features.injection.enabled)
-    addAdmission(manager, deps, { transport, registry });
+    addAdmission(manager, deps, { transport, registry, leaseCache });
   if (
     features.berth.apiServer === '' &&
     !features.webhook.enableWorkloadAdmission &&
@@ -172,7 +181,7 @@ function addBerthLeases(
     registry: Registry;
     failoverBoundMs: number | undefined;
   },
-): void {
+): BerthLeaseController {
   const { features, logger, namespace } = deps;
   const config = features.berth;
   if (config.useSpecHolderIdentity)
@@ -191,7 +200,13 @@ function addBerthLeases(
   const leaseClient = leaseClientFor(config, logger);
   const operatorNamespace = features.webhook.workloadOperatorNamespace || namespace;
   // With workload admission, targets are managed: Pods registered before they are ungated, workloads
-  // stopped and drained before a release, and handed over when the leader stops gracefully.
+  // stopped and drained before a release, and handed over when the leader stops gracefully. With the
+  // opt-in scope, only in namespaces in it.
+  const scope =
+    features.webhook.enableWorkloadAdmission &&
+    features.webhook.workloadAdmissionScope === AdmissionScope.OptIn
+      ? new NamespaceScope({ transport: shared.transport, logger, registry: shared.registry })
+      : undefined;
   const managed = features.webhook.enableWorkloadAdmission
     ? new ManagedWorkloads({
         transport: shared.transport,
@@ -199,6 +214,7 @@ function addBerthLeases(
         recorder: shared.recorder,
         registry: shared.registry,
         logger,
+        ...(scope ? { scope } : {}),
       })
     : undefined;
   const leases = new BerthLeaseController({
@@ -211,6 +227,7 @@ function addBerthLeases(
     registry: shared.registry,
     logger,
     ...(managed ? { workloads: managed, handOverOnStop: true } : {}),
+    ...(scope ? { scope } : {}),
     ...(shared.failoverBoundMs !== undefined ? { failoverBoundMs: shared.failoverBoundMs } : {}),
   });
   for (const runnable of leases.runnables()) manager.add(runnable);
@@ -227,6 +244,7 @@ function addBerthLeases(
     start: async () => {},
     stop: async () => leaseClient.close(),
   });
+  return leases;
 }
 
 /**
@@ -238,9 +256,9 @@ function addBerthLeases(
 function addAdmission(
   manager: Manager,
   deps: OperatorDeps,
-  shared: { transport: KubeTransport; registry: Registry },
+  shared: { transport: KubeTransport; registry: Registry; leaseCache: LeaseCache | undefined },
 ): void {
-  const { transport, registry } = shared;
+  const { transport, registry, leaseCache } = shared;
   const { features, logger, namespace } = deps;
   const { webhook, certs, injection } = features;
   const provider: CertificateProvider = createCertificateProvider(certs, {
@@ -261,7 +279,12 @@ function addAdmission(
     stop: () => provider.stop(),
   });
 
-  const params = { namespace, serviceName: certs.webhookServiceName, name: webhook.webhookConfigurationName };
+  const params = {
+    namespace,
+    serviceName: certs.webhookServiceName,
+    name: webhook.webhookConfigurationName,
+    scope: webhook.workloadAdmissionScope,
+  };
   const liveCheck = webhook.enableWorkloadAdmission
     ? configurationCheck({
         read: () => readWebhookConfigurations(transport, webhook.webhookConfigurationName),
@@ -285,7 +308,13 @@ function addAdmission(
       const handlers: AdmissionHandler[] = [];
       if (webhook.enableWorkloadAdmission) {
         handlers.push(
-          ...kubeWorkloadAdmission({ transport, operatorUser: webhook.workloadOperatorUser, registry }),
+          ...kubeWorkloadAdmission({
+            transport,
+            operatorUser: webhook.workloadOperatorUser,
+            scope: webhook.workloadAdmissionScope,
+            registry,
+            ...(leaseCache ? { leaseCache } : {}),
+          }),
         );
       }
       if (settings) handlers.push(...injectionHandlers(settings));
@@ -310,13 +339,24 @@ function addAdmission(
 
   if (!webhook.webhookRegistration) return;
   const service = { namespace, name: certs.webhookServiceName };
-  const pairs = [];
-  if (webhook.enableWorkloadAdmission)
+  const pairs: Array<
+    Pick<WebhookRegistrationOptions, 'mutating' | 'validating' | 'beforeWrite'> & { controllerName: string }
+  > = [];
+  if (webhook.enableWorkloadAdmission) {
+    // Narrowing to the opt-in scope first brings the namespaces that use Berth into it.
+    const migration =
+      webhook.workloadAdmissionScope === AdmissionScope.OptIn
+        ? new ScopeMigration({ transport, logger })
+        : undefined;
     pairs.push({
       controllerName: 'webhook-registration',
       mutating: mutatingWebhookConfiguration(params),
       validating: validatingWebhookConfiguration(params),
+      ...(migration
+        ? { beforeWrite: (live, webhooks, signal) => migration.beforeWrite(live, webhooks, signal) }
+        : {}),
     });
+  }
   if (settings) {
     const injectionParams = {
       namespace,

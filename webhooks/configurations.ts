@@ -11,10 +11,19 @@ import type {
   V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import {
+  AdmissionScope,
+  GROUP,
+  LEASE_SCOPE_WEBHOOK,
   MUTATE_WORKLOADS_PATH,
   MUTATE_WORKLOADS_WEBHOOK,
+  NAMESPACE_SCOPE_WEBHOOK,
+  PLURAL,
+  SCOPE_ENABLED,
+  SCOPE_LABEL,
+  VALIDATE_SCOPE_PATH,
   VALIDATE_WORKLOADS_PATH,
   VALIDATE_WORKLOADS_WEBHOOK,
+  VERSION,
 } from '../src/berth/api.ts';
 import { isNotFound, readJson } from '../src/kube/client.ts';
 import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
@@ -40,10 +49,17 @@ export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system'] as const;
 export const MUTATING_SIDE_EFFECTS = 'None';
 /** The validating webhook writes BerthLease status (recordTarget), except on dry-run. */
 export const VALIDATING_SIDE_EFFECTS = 'NoneOnDryRun';
+/** The scope guards only read. */
+export const SCOPE_SIDE_EFFECTS = 'None';
 
 export interface WebhookConfigurationParams {
   /** The operator namespace: the Service lives there and it is never admitted. */
   namespace: string;
+  /**
+   * `--workload-admission-scope`: `opt-in` selects only namespaces labelled `SCOPE_LABEL=enabled` and adds
+   * the scope's two guards to the validating configuration; `all` is every namespace, as the Go operator.
+   */
+  scope: AdmissionScope;
   serviceName?: string;
   servicePort?: number;
   /** Name of both configuration objects. */
@@ -85,10 +101,21 @@ export function excludedNamespaces(namespace: string): string[] {
   return [...new Set([namespace, ...ALWAYS_EXCLUDED_NAMESPACES])];
 }
 
-export function namespaceSelector(namespace: string): V1LabelSelector {
+/** The excluded namespaces' term, in every selector of these configurations. */
+const exclusion = (namespace: string) => ({
+  key: NAMESPACE_NAME_LABEL,
+  operator: 'NotIn',
+  values: excludedNamespaces(namespace),
+});
+
+/** Where the workload webhooks apply: every namespace but the excluded ones, or only those in scope. */
+export function namespaceSelector(namespace: string, scope: AdmissionScope): V1LabelSelector {
   return {
     matchExpressions: [
-      { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: excludedNamespaces(namespace) },
+      exclusion(namespace),
+      ...(scope === AdmissionScope.OptIn
+        ? [{ key: SCOPE_LABEL, operator: 'In', values: [SCOPE_ENABLED] }]
+        : []),
     ],
   };
 }
@@ -118,9 +145,72 @@ function common(p: WebhookConfigurationParams, path: string) {
     failurePolicy: 'Fail',
     matchPolicy: 'Equivalent',
     // No objectSelector: workloads cannot opt out with labels.
-    namespaceSelector: namespaceSelector(p.namespace),
+    namespaceSelector: namespaceSelector(p.namespace, p.scope),
     timeoutSeconds: WEBHOOK_TIMEOUT_SECONDS,
   };
+}
+
+/** CEL over a label map that may be absent: whether it carries the scope label with its value. */
+const scopedCel = (object: string): string =>
+  `(has(${object}.metadata.labels) && '${SCOPE_LABEL}' in ${object}.metadata.labels && ${object}.metadata.labels['${SCOPE_LABEL}'] == '${SCOPE_ENABLED}')`;
+
+/**
+ * The opt-in scope's two guards (docs/admission.md, "The admission scope"), both on the scope path:
+ * - a BerthLease with a target, created in a namespace outside the scope, is denied. The namespaceSelector
+ *   picks those namespaces, so kube-apiserver decides with the same view of namespace labels it uses to
+ *   skip the workload webhooks, and the operator reads nothing;
+ * - a namespace losing the scope label is reviewed (the matchConditions pass only that UPDATE) and denied
+ *   while it holds a BerthLease with a target or a stamped object. kube-apiserver matches a namespace's own
+ *   writes against the new object's labels, so this selector excludes only the excluded namespaces.
+ */
+export function scopeWebhooks(p: WebhookConfigurationParams): V1ValidatingWebhook[] {
+  const shared = {
+    ...serviceClient(p, VALIDATE_SCOPE_PATH),
+    failurePolicy: 'Fail',
+    matchPolicy: 'Equivalent',
+    sideEffects: SCOPE_SIDE_EFFECTS,
+    timeoutSeconds: WEBHOOK_TIMEOUT_SECONDS,
+  };
+  return [
+    {
+      name: LEASE_SCOPE_WEBHOOK,
+      ...shared,
+      namespaceSelector: {
+        matchExpressions: [
+          exclusion(p.namespace),
+          { key: SCOPE_LABEL, operator: 'NotIn', values: [SCOPE_ENABLED] },
+        ],
+      },
+      matchConditions: [{ name: 'has-target', expression: 'has(object.spec) && has(object.spec.target)' }],
+      rules: [
+        {
+          apiGroups: [GROUP],
+          apiVersions: [VERSION],
+          operations: ['CREATE'],
+          resources: [PLURAL],
+          scope: 'Namespaced',
+        },
+      ],
+    },
+    {
+      name: NAMESPACE_SCOPE_WEBHOOK,
+      ...shared,
+      namespaceSelector: { matchExpressions: [exclusion(p.namespace)] },
+      matchConditions: [
+        { name: 'leaves-scope', expression: `${scopedCel('oldObject')} && !${scopedCel('object')}` },
+      ],
+      rules: [
+        {
+          apiGroups: [''],
+          apiVersions: ['v1'],
+          operations: ['UPDATE'],
+          // The status and finalize subresources write the namespace's labels too.
+          resources: ['namespaces', 'namespaces/status', 'namespaces/finalize'],
+          scope: 'Cluster',
+        },
+      ],
+    },
+  ];
 }
 
 /** The metadata of a webhook configuration of this operator: its name, its component, the caller's extras. */
@@ -174,7 +264,7 @@ export function validatingWebhookConfiguration(
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
     metadata: metadata(p),
-    webhooks: [webhook],
+    webhooks: [webhook, ...(p.scope === AdmissionScope.OptIn ? scopeWebhooks(p) : [])],
   };
 }
 
@@ -192,12 +282,18 @@ function resourceMatches(patterns: string[], resource: string): boolean {
   });
 }
 
-const covers = (rule: V1RuleWithOperations, group: string, resource: string, operation: string): boolean => {
+const covers = (
+  rule: V1RuleWithOperations,
+  group: string,
+  version: string,
+  resource: string,
+  operation: string,
+): boolean => {
   const has = (list: string[] | undefined, v: string): boolean =>
     (list ?? []).includes(v) || (list ?? []).includes('*');
   return (
     has(rule.apiGroups, group) &&
-    has(rule.apiVersions, 'v1') &&
+    has(rule.apiVersions, version) &&
     resourceMatches(rule.resources ?? [], resource) &&
     has(rule.operations, operation)
   );
@@ -245,7 +341,12 @@ function verifyWebhook(
     problems.push(`${at} has sideEffects ${live.sideEffects ?? '(none)'}, want ${expected.sideEffects}`);
   }
   for (const ns of excludedNamespaces(namespace)) {
-    if (matchesLabelSelector(live.namespaceSelector, { [NAMESPACE_NAME_LABEL]: ns })) {
+    // Excluded by name, whatever else the namespace carries: a scope label must not let it in.
+    const labelled: Array<Record<string, string>> = [
+      { [NAMESPACE_NAME_LABEL]: ns },
+      { [NAMESPACE_NAME_LABEL]: ns, [SCOPE_LABEL]: SCOPE_ENABLED },
+    ];
+    if (labelled.some((labels) => matchesLabelSelector(live.namespaceSelector, labels))) {
       const own = ns === namespace ? 'the operator namespace ' : '';
       problems.push(
         `${at} does not exclude ${own}${JSON.stringify(ns)} (namespaceSelector must exclude ${NAMESPACE_NAME_LABEL} NotIn [${excludedNamespaces(namespace).join(', ')}])`,
@@ -261,10 +362,11 @@ function verifyWebhook(
     problems.push(`${at} has an objectSelector: workloads could opt out of admission`);
   }
   for (const rule of expected.rules ?? []) {
+    const version = rule.apiVersions?.[0] ?? 'v1';
     for (const group of rule.apiGroups ?? []) {
       for (const resource of rule.resources ?? []) {
         for (const op of rule.operations ?? []) {
-          if (!(live.rules ?? []).some((r) => covers(r, group, resource, op))) {
+          if (!(live.rules ?? []).some((r) => covers(r, group, version, resource, op))) {
             problems.push(`${at} does not cover ${op} of ${group === '' ? '' : `${group}/`}${resource}`);
           }
         }
@@ -302,10 +404,22 @@ export function verifyWebhookConfigurations(
     );
   }
   if (live.validating !== undefined) {
-    const hook = (live.validating.webhooks ?? []).find((w) => w.name === vWant.name);
+    const what = `ValidatingWebhookConfiguration ${JSON.stringify(name)}`;
+    const hooks = live.validating.webhooks ?? [];
     problems.push(
-      ...verifyWebhook(`ValidatingWebhookConfiguration ${JSON.stringify(name)}`, hook, vWant, p.namespace),
+      ...verifyWebhook(
+        what,
+        hooks.find((w) => w.name === vWant.name),
+        vWant,
+        p.namespace,
+      ),
     );
+    // The scope's guards are checked where they exist; a configuration registered before them (an
+    // upgrade from the cluster-wide mode) lacks them until the leader writes them, and blocks nothing more.
+    for (const guard of want.v.webhooks!.slice(1)) {
+      const hook = hooks.find((w) => w.name === guard.name);
+      if (hook !== undefined) problems.push(...verifyWebhook(what, hook, guard, p.namespace));
+    }
   }
   return problems;
 }

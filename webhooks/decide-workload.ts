@@ -12,7 +12,7 @@ import {
   validateManagedObject,
 } from './decide-validate.ts';
 import type { AdmissionIO } from './io.ts';
-import { activeAt, leaseFacts, ReviewLeases } from './leases.ts';
+import { activeAt, type LeaseCache, leaseFacts, ReviewLeases } from './leases.ts';
 import { recordTarget } from './record-target.ts';
 import {
   apiErrorMessage,
@@ -42,6 +42,8 @@ export interface WorkloadAdmissionDeps {
   now: () => number;
   /** `--workload-operator-user`: the only username that may remove the scheduling gate. */
   operatorUser: string;
+  /** The BerthLease informer's view, for the root of owned objects' chains; without it, live LISTs. */
+  leaseCache?: LeaseCache;
 }
 
 const isRecord = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -218,7 +220,7 @@ export async function decideWorkloadAdmission(
   const p = parseRequest(req);
   if (isDecision(p)) return p;
   const { object: o, old } = p;
-  const leases = new ReviewLeases(deps.io, p.namespace);
+  const leases = new ReviewLeases(deps.io, p.namespace, deps.leaseCache);
 
   const resolved = await reviewBinding(p, { io: deps.io, leases, namespace: p.namespace });
   if (!('binding' in resolved)) return resolved;

@@ -3,7 +3,7 @@
 // controller-runtime's webhook server (port 9443). The webhook Service name is certs/'s
 // `--webhook-service-name` (the serving certificate is issued for it); pass it to the builders.
 import { z } from 'zod';
-import { AdmissionMessage } from '../src/berth/api.ts';
+import { AdmissionMessage, AdmissionScope } from '../src/berth/api.ts';
 import { type FlagSpec, type FlagValues, UsageError } from '../src/cli.ts';
 import { dnsSubdomainSchema, optionalNamespaceSchema } from '../src/kube/names.ts';
 import { DEFAULT_CONFIGURATION_NAME } from './configurations.ts';
@@ -37,6 +37,13 @@ export const webhookFlags: FlagSpec[] = [
     default: false,
     help: 'Serve WorkloadAdmission (managed workloads); off means lease-only operation',
     env: 'BERTH_ENABLE_WORKLOAD_ADMISSION',
+  },
+  {
+    name: 'workload-admission-scope',
+    kind: 'string',
+    default: AdmissionScope.OptIn,
+    help: 'Namespaces the workload webhooks review: opt-in (only those labelled berth.skaphos.io/workload-admission=enabled; BerthLeases with a target are only admitted there) or all (every namespace but the excluded ones, as the Go operator)',
+    env: 'BERTH_WORKLOAD_ADMISSION_SCOPE',
   },
   {
     name: 'workload-operator-user',
@@ -74,6 +81,9 @@ const schema = z
     'webhook-configuration-name': dnsSubdomainSchema,
     'webhook-registration': z.boolean(),
     'enable-workload-admission': z.boolean(),
+    'workload-admission-scope': z.enum([AdmissionScope.OptIn, AdmissionScope.All], {
+      error: `must be ${AdmissionScope.OptIn} or ${AdmissionScope.All}`,
+    }),
     'workload-operator-user': z.string(),
     'workload-operator-namespace': optionalNamespaceSchema,
   })
@@ -93,6 +103,8 @@ export interface WebhookConfig {
   /** `--webhook-registration`: the leader creates and keeps the configurations. */
   webhookRegistration: boolean;
   enableWorkloadAdmission: boolean;
+  /** `--workload-admission-scope`. */
+  workloadAdmissionScope: AdmissionScope;
   workloadOperatorUser: string;
   workloadOperatorNamespace: string;
 }
@@ -107,6 +119,7 @@ export function parseWebhookConfig(values: FlagValues): WebhookConfig {
       webhookConfigurationName: f['webhook-configuration-name'],
       webhookRegistration: f['webhook-registration'],
       enableWorkloadAdmission: f['enable-workload-admission'],
+      workloadAdmissionScope: f['workload-admission-scope'],
       workloadOperatorUser: f['workload-operator-user'],
       workloadOperatorNamespace: f['workload-operator-namespace'],
     };

@@ -1,7 +1,7 @@
 // The I/O WorkloadAdmission needs, as a small interface: direct (uncached) reads of BerthLeases, owners,
 // targets and Pods, and the one write (BerthLease status at the target's final CREATE). The decisions take
 // it as a parameter, so unit tests pass an in-memory fake; kube-io.ts implements it over the API server.
-import type { JsonObject } from '../src/workloads/model.ts';
+import type { JsonObject, WorkloadKind } from '../src/workloads/model.ts';
 import type { ReviewKind } from './workload.ts';
 
 export type { JsonObject };
@@ -22,11 +22,16 @@ export interface AdmissionIO {
   getLease(namespace: string, name: string): Promise<JsonObject | undefined>;
   /** GET of a Pod or a workload of a handled kind; undefined when it does not exist. */
   getWorkload(kind: ReviewKind, namespace: string, name: string): Promise<JsonObject | undefined>;
+  /**
+   * The first object of `kind` in the namespace carrying the `managed-lease-uid` stamp label, if any (a
+   * LIST by label with limit=1, from storage like every read here).
+   */
+  firstStamped(kind: WorkloadKind, namespace: string): Promise<JsonObject | undefined>;
   /** Status update (PUT of the status subresource) carrying the read resourceVersion; 409 on a race. */
   updateLeaseStatus(lease: JsonObject): Promise<void>;
 }
 
-export type ReadKind = 'list-leases' | 'get-lease' | 'get-workload';
+export type ReadKind = 'list-leases' | 'get-lease' | 'get-workload' | 'list-stamped';
 
 /**
  * One review's AdmissionIO: opens the real one, bound to the review's deadline signal, on the first call,
@@ -79,6 +84,10 @@ export class CountingIO implements AdmissionIO {
 
   getWorkload(kind: ReviewKind, namespace: string, name: string): Promise<JsonObject | undefined> {
     return this.#read('get-workload', (io) => io.getWorkload(kind, namespace, name));
+  }
+
+  firstStamped(kind: WorkloadKind, namespace: string): Promise<JsonObject | undefined> {
+    return this.#read('list-stamped', (io) => io.firstStamped(kind, namespace));
   }
 
   updateLeaseStatus(lease: JsonObject): Promise<void> {

@@ -1,7 +1,7 @@
 // AdmissionIO over the API server: every read is a direct request (no informer cache; LISTs carry no
 // resourceVersion, so they are consistent reads from storage, never a possibly stale watch cache), made
 // through the project's client-node transport and aborted with the review's deadline.
-import { API_VERSION, GROUP, PLURAL, VERSION } from '../src/berth/api.ts';
+import { API_VERSION, GROUP, MANAGED_UID, PLURAL, VERSION } from '../src/berth/api.ts';
 import { isNotFound, readJson, resourcePath } from '../src/kube/client.ts';
 import type { KubeRequester, RawRequest } from '../src/kube/transport.ts';
 import { workloadPath } from '../src/workloads/paths.ts';
@@ -38,6 +38,14 @@ export function kubeAdmissionIO(transport: KubeRequester, signal?: AbortSignal):
     getWorkload: (kind, namespace, name) => {
       if (kind === 'Other') throw new Error('cannot read objects of kind Other');
       return getOrUndefined(workloadPath(kind, namespace, name));
+    },
+    async firstStamped(kind, namespace) {
+      const body = await send({
+        path: workloadPath(kind, namespace),
+        query: { labelSelector: MANAGED_UID, limit: 1 },
+      });
+      const items = isRecord(body) && Array.isArray(body.items) ? body.items.filter(isRecord) : [];
+      return items[0];
     },
     async updateLeaseStatus(lease: JsonObject): Promise<void> {
       const metadata = isRecord(lease.metadata) ? lease.metadata : {};

@@ -1,6 +1,7 @@
 // BerthLeases as admission sees them: read leniently from raw JSON (one malformed lease must not break
 // decisions about others), `activeAt` (docs/behaviour.md §2.3 step 4), target matching (§4.3 step 3), and the per-review
 // view of a namespace's leases that keeps reads to a minimum without ever caching across reviews.
+import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   API_VERSION,
   KIND,
@@ -82,19 +83,44 @@ export function withTypeMeta(raw: JsonObject): JsonObject {
 }
 
 /**
+ * BerthLeases as the informer every replica keeps shows them (the BerthLease controller's cache). Only the
+ * question "which lease targets the root of an owned object's chain" is answered from it; why that cannot
+ * admit a managed Pod ungated: docs/admission.md, "Cached lease lookups".
+ */
+export interface LeaseCache {
+  /** Whether the informer has listed once; until then every lookup is a live read. */
+  synced(): boolean;
+  /** The cached leases of a namespace, as the API server sent them. */
+  inNamespace(namespace: string): readonly KubernetesObject[];
+}
+
+/**
  * The BerthLeases of one namespace for the duration of one review. The first look is a LIST with
  * limit=1 (is there any lease at all?); when that answer was complete it also serves every later lookup
- * of the same review, otherwise a full LIST or a GET follows. Nothing outlives the review.
+ * of the same review, otherwise a full LIST or a GET follows. Only `forOwnedChain` may answer from the
+ * cache; every other lookup, and everything a rule decides on (a lease by name), is live.
  */
 export class ReviewLeases {
   readonly #io: AdmissionIO;
   readonly #namespace: string;
+  readonly #cache: LeaseCache | undefined;
   #complete: JsonObject[] | undefined;
   #any: boolean | undefined;
 
-  constructor(io: AdmissionIO, namespace: string) {
+  constructor(io: AdmissionIO, namespace: string, cache?: LeaseCache) {
     this.#io = io;
     this.#namespace = namespace;
+    this.#cache = cache;
+  }
+
+  /**
+   * The leases to match the root of an owned object's chain against: the cache's when it has synced (no
+   * read), else every lease (a live LIST). Never the source of a lease a rule then reads by name.
+   */
+  forOwnedChain(): JsonObject[] | Promise<JsonObject[]> {
+    if (this.#cache?.synced() === true)
+      return this.#cache.inNamespace(this.#namespace).map((lease) => withTypeMeta({ ...lease }));
+    return this.all();
   }
 
   /** Whether the namespace holds any BerthLease (one LIST with limit=1). */

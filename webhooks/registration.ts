@@ -148,6 +148,16 @@ export interface WebhookRegistrationOptions {
   clock?: Clock;
   logger?: Logger;
   registry?: Registry;
+  /**
+   * Runs before each create or update of a configuration, with the live object (undefined: none yet) and
+   * the webhooks about to be written; the write waits for it and is retried later if it throws (the
+   * opt-in scope's migration, scope-migration.ts).
+   */
+  beforeWrite?: (
+    live: WebhookConfiguration | undefined,
+    webhooks: readonly Webhook[],
+    signal: AbortSignal,
+  ) => Promise<void>;
 }
 
 interface Target {
@@ -317,6 +327,7 @@ export class WebhookRegistration {
       this.#waiting.delete(key);
       if (action === 'none') return resync;
       const desired = { ...target.want, webhooks: want };
+      await this.#o.beforeWrite?.(live, want, ctx.signal);
       try {
         if (live === undefined)
           await this.#send({

@@ -18,7 +18,7 @@ import {
   type OwnerRef,
   walkOwnerChain,
 } from '../src/workloads/owner-chain.ts';
-import type { AdmissionIO } from './io.ts';
+import type { AdmissionIO, JsonObject } from './io.ts';
 import { leaseFacts, type ReviewLeases, targets } from './leases.ts';
 import {
   annotationsOf,
@@ -129,11 +129,15 @@ async function resolveChain(
   apiVersion: string,
   ctx: ResolveContext,
 ): Promise<Binding | undefined> {
-  // The LIST of leases does not depend on the walk, so where the walk will end at a root kind it is sent
-  // beside the walk's GETs: the review then waits for the slower of them, not for their sum (a consistent
-  // LIST waits for the API server's watch cache; docs/admission.md, "What it costs"). Its snapshot is
-  // still taken after the review began, which is all the consistency the decision rests on.
-  const early = mayEndAtJob(o) ? undefined : listed(() => ctx.leases.all());
+  // An owned object's root is matched against the cached leases (docs/admission.md, "Cached lease
+  // lookups"); the object itself as root against a live LIST. A LIST does not depend on the walk, so where
+  // the walk will end at a root kind it is sent beside the walk's GETs: the review then waits for the
+  // slower of them, not for their sum (a consistent LIST waits for the API server's watch cache;
+  // docs/admission.md, "What it costs"). Its snapshot is still taken after the review began, which is all
+  // the consistency the decision rests on.
+  const lookup = (): Promise<JsonObject[]> =>
+    listed(async () => (followedOwner(o) === undefined ? ctx.leases.all() : ctx.leases.forOwnedChain()));
+  const early = mayEndAtJob(o) ? undefined : lookup();
   early?.catch(() => {}); // awaited below, unless the walk fails first
   const { links, unread } = await ownerChain(o, kind, apiVersion, ctx);
   const last = links[links.length - 1]!;
@@ -148,7 +152,7 @@ async function resolveChain(
       : { kind: unread.kind, apiVersion: KINDS[unread.kind].apiVersion, name: unread.name, uid: unread.uid };
   let binding: Binding | undefined;
   if (isRootKind(root.kind)) {
-    const leases = await (early ?? listed(() => ctx.leases.all()));
+    const leases = await (early ?? lookup());
     const matches = leases.map(leaseFacts).filter((l) => targets(l, root));
     if (matches.length > 1) throw new ResolveError('multiple-leases', AdmissionMessage.multipleLeases);
     const lease = matches[0];

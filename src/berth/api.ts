@@ -33,6 +33,30 @@ export const SCHEDULING_GATE = 'berth.skaphos.io/lease-held';
 export const STOP_FENCE = 'berth.skaphos.io/stop-fence';
 
 // ---------------------------------------------------------------------------------------------------
+// The workload admission scope (not in the original; docs/admission.md "The admission scope")
+
+/**
+ * The namespace label that puts a namespace in the workload admission scope: with
+ * `--workload-admission-scope=opt-in` the workload webhooks only see namespaces carrying it with the value
+ * `SCOPE_ENABLED`, and BerthLeases with a target are only admitted there.
+ */
+export const SCOPE_LABEL = 'berth.skaphos.io/workload-admission';
+export const SCOPE_ENABLED = 'enabled';
+export const AdmissionScope = {
+  /** Only namespaces labelled `SCOPE_LABEL=enabled` (the default). */
+  OptIn: 'opt-in',
+  /** Every namespace but the excluded ones, as the Go operator. */
+  All: 'all',
+} as const;
+export type AdmissionScope = (typeof AdmissionScope)[keyof typeof AdmissionScope];
+/** Whether a namespace's labels put it in the opt-in scope. */
+export const inAdmissionScope = (labels: Readonly<Record<string, string>> | undefined): boolean =>
+  labels?.[SCOPE_LABEL] === SCOPE_ENABLED;
+/** How a cluster admin opts `namespace` in, for messages. */
+export const optInCommand = (namespace: string): string =>
+  `kubectl label namespace ${namespace} ${SCOPE_LABEL}=${SCOPE_ENABLED}`;
+
+// ---------------------------------------------------------------------------------------------------
 // Status values (§1.3)
 
 export const LeaseState = {
@@ -136,6 +160,10 @@ export const ReconcileError = {
   leaseClientRequired: 'BerthLeaseReconciler.LeaseClient is required',
 } as const;
 
+/** Not in the original: a managed lease whose namespace is outside the opt-in admission scope. */
+export const outOfScopeMessage = (namespace: string): string =>
+  `namespace ${JSON.stringify(namespace)} is outside the workload admission scope, so its workloads are not admitted and cannot be managed: a cluster admin opts it in with \`${optInCommand(namespace)}\``;
+
 // ---------------------------------------------------------------------------------------------------
 // WorkloadAdmission (§4)
 
@@ -143,6 +171,12 @@ export const MUTATE_WORKLOADS_PATH = '/mutate-managed-workloads';
 export const VALIDATE_WORKLOADS_PATH = '/validate-managed-workloads';
 export const MUTATE_WORKLOADS_WEBHOOK = 'mutate-workloads.berth.skaphos.io';
 export const VALIDATE_WORKLOADS_WEBHOOK = 'validate-workloads.berth.skaphos.io';
+/** The opt-in scope's guards (not in the original), one path for both webhooks. */
+export const VALIDATE_SCOPE_PATH = '/validate-admission-scope';
+/** Denies a BerthLease with a target in a namespace outside the scope. */
+export const LEASE_SCOPE_WEBHOOK = 'berthlease-scope.berth.skaphos.io';
+/** Denies a namespace leaving the scope while it holds a managed lease or a stamped object. */
+export const NAMESPACE_SCOPE_WEBHOOK = 'namespace-scope.berth.skaphos.io';
 
 /** Denial and error messages of §4.1, §4.3 and §4.4. */
 export const AdmissionMessage = {

@@ -42,6 +42,7 @@ import {
 import type { LeaseEventRecorder } from './lease-reporter.ts';
 import type { LeaseClient } from './leaseclient.ts';
 import { type BerthLeaseApi, kubeBerthLeaseApi, parseBerthLease } from './leaseio.ts';
+import type { NamespaceScope } from './namespace-scope.ts';
 import { OwnWrites } from './ownwrites.ts';
 import { BerthLeaseReconciler, CONTROLLER_NAME } from './reconciler.ts';
 import type { WorkloadManager } from './workload-manager.ts';
@@ -83,6 +84,11 @@ export interface BerthLeaseControllerOptions {
   handOverTimeoutMs?: number;
   /** See BerthLeaseReconcilerOptions.failoverBoundMs. */
   failoverBoundMs?: number;
+  /**
+   * The opt-in admission scope (managed workloads): its namespaces are watched, so a namespace entering or
+   * leaving the scope reconciles its leases at once.
+   */
+  scope?: NamespaceScope;
 }
 
 /**
@@ -151,6 +157,10 @@ export class BerthLeaseController {
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.registry ? { registry: options.registry } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
+      });
+    if (options.scope !== undefined)
+      builder.watches(options.scope.informer, {
+        map: (ns) => this.informer.list(ns.metadata?.name ?? '').map((lease) => objectKey(lease)),
       });
     if (options.handOverOnStop) {
       const timeoutMs = options.handOverTimeoutMs ?? DEFAULT_HAND_OVER_TIMEOUT_MS;

@@ -35,6 +35,7 @@ import {
   type BerthLeaseStatus,
   berthLeaseSchema,
   type LeaseAction,
+  outOfScopeMessage,
   type PermittedPod,
   REQUEUE_ON_FAILURE_MS,
   ReconcileError,
@@ -47,6 +48,7 @@ import { type BerthLeaseApi, kubeBerthLeaseApi } from './leaseio.ts';
 import { ManagedJobs } from './managed-jobs.ts';
 import { ManagedPods } from './managed-pods.ts';
 import { type ManagedWorkloadMetrics, managedWorkloadMetrics } from './metrics.ts';
+import type { ScopeView } from './namespace-scope.ts';
 import { activeAt, isDeleting } from './ownership.ts';
 import { observedWrite, type WriteObserver } from './ownwrites.ts';
 import { type LeaseSession, managedSelector, type PermitOutcome, permitPods } from './permit.ts';
@@ -95,6 +97,8 @@ export interface ManagedWorkloadsOptions {
   maxConcurrentReconciles?: number;
   registry?: Registry;
   logger?: Logger;
+  /** The opt-in admission scope: a lease outside it is never activated, and an active one is stopped. */
+  scope?: ScopeView;
 }
 
 /** The BerthLease controller as the managed path uses it (BerthLeaseController satisfies it). */
@@ -156,6 +160,7 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
   readonly #activated = new Map<string, number>();
   /** managed-pods, managed-permits and managed-jobs on their two caches, as one pair of runnables. */
   readonly #runnables: ControllerRunnables;
+  readonly #scope: ScopeView | undefined;
   #link: LeaseControllerLink | undefined;
 
   constructor(options: ManagedWorkloadsOptions) {
@@ -166,6 +171,7 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
     this.#clock = options.clock ?? realClock;
     this.#metrics = options.registry === undefined ? undefined : managedWorkloadMetrics(options.registry);
     this.#log = options.logger;
+    this.#scope = options.scope;
     const hooks = {
       cachedLease: (key: string) => parseCached(this.#link?.informer.get(key)),
       nudgeLease: (key: string) => this.#link?.enqueue(key),
@@ -225,6 +231,8 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
       return { ok: false, message: ReconcileError.operatorNamespace, retryAfterMs: undefined };
     const target = lease.spec.target;
     if (target === undefined) return { ok: true, target: this };
+    const outside = this.#outsideScope(lease);
+    if (outside !== undefined) return outside;
     if (!lease.status?.workload?.targetUID)
       return { ok: false, message: ReconcileError.noAdmissionRecord, retryAfterMs: REQUEUE_ON_FAILURE_MS };
     const kind = targetKind(target);
@@ -245,6 +253,32 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
     return mismatch === undefined
       ? { ok: true, target: this }
       : { ok: false, message: mismatch, retryAfterMs: REQUEUE_ON_FAILURE_MS };
+  }
+
+  /**
+   * The scope as the namespace informer shows it: out of scope is final (an Active workload is stopped),
+   * an informer that has not listed yet is transient (an Active one is kept until its deadline).
+   */
+  #outsideScope(lease: BerthLease): TargetVerdict | undefined {
+    if (this.#scope === undefined) return undefined;
+    const namespace = lease.metadata.namespace ?? '';
+    const inScope = this.#scope.cached(namespace);
+    if (inScope === true) return undefined;
+    if (inScope === false)
+      // The namespace informer reconciles the lease again when the namespace enters the scope.
+      return { ok: false, message: outOfScopeMessage(namespace), retryAfterMs: undefined };
+    return {
+      ok: false,
+      message: 'the namespaces of the workload admission scope are not known yet',
+      retryAfterMs: REQUEUE_ON_FAILURE_MS,
+      transient: true,
+    };
+  }
+
+  async confirmActivation(run: LeaseRun): Promise<string | undefined> {
+    if (this.#scope === undefined) return undefined;
+    const namespace = run.lease.metadata.namespace ?? '';
+    return (await this.#scope.live(namespace, run.signal)) ? undefined : outOfScopeMessage(namespace);
   }
 
   async stopTarget(run: LeaseRun): Promise<void> {

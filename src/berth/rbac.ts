@@ -32,6 +32,21 @@ export const managedWorkloadRules: readonly V1PolicyRule[] = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
 ];
 
+/**
+ * What the opt-in admission scope adds (`--workload-admission-scope=opt-in`, the default):
+ * - namespaces: `list`/`watch` (the BerthLease controller's informer of the namespaces in scope), `get`
+ *   (the live check before an activation), `patch` (the leader labels namespaces that hold managed
+ *   workloads into the scope before it narrows the webhooks' selector; the installs' admission policy
+ *   `berth-operator-namespace-writes` lets this identity add that one label and change nothing else);
+ * - the stamped kinds: `list` (the namespace guard finds a stamped object by label; the switch finds them
+ *   cluster-wide). Pods and Jobs are listed by the managed path already.
+ */
+export const admissionScopeRules: readonly V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: ['apps'], resources: ['deployments', 'statefulsets', 'replicasets'], verbs: ['list'] },
+  { apiGroups: ['batch'], resources: ['cronjobs'], verbs: ['list'] },
+];
+
 export interface ServiceAccountRef {
   namespace: string;
   name: string;
@@ -44,7 +59,11 @@ export function berthLeaseRbacObjects(options: {
   labels?: Record<string, string>;
   /** Include `managedWorkloadRules` (workload admission enabled). Default false. */
   managedWorkloads?: boolean;
+  /** Include `admissionScopeRules` too (the opt-in scope). Default: as `managedWorkloads`. */
+  admissionScope?: boolean;
 }): [V1ClusterRole, V1ClusterRoleBinding] {
+  const managed = options.managedWorkloads === true;
+  const scoped = managed && (options.admissionScope ?? true);
   const metadata = {
     name: options.name,
     ...(options.labels === undefined ? {} : { labels: { ...options.labels } }),
@@ -54,9 +73,11 @@ export function berthLeaseRbacObjects(options: {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata,
-      rules: [...berthLeaseRules, ...(options.managedWorkloads ? managedWorkloadRules : [])].map((r) => ({
-        ...r,
-      })),
+      rules: [
+        ...berthLeaseRules,
+        ...(managed ? managedWorkloadRules : []),
+        ...(scoped ? admissionScopeRules : []),
+      ].map((r) => ({ ...r })),
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',

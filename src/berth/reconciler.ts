@@ -292,6 +292,17 @@ export class BerthLeaseReconciler {
         run.log.info({ recorded: w.token, fencingToken: res.fencingToken }, 'ownership epoch changed');
         return this.#stopAndRelease(run);
       }
+      if (w?.phase !== WorkloadPhase.Active) {
+        // Verification may have answered from a cache; a new activation is confirmed live. Refused, it is
+        // as if verification had failed: nothing activated, and the central lease lapses within its TTL.
+        const refused = await verified.confirmActivation(run);
+        if (refused !== undefined) {
+          await this.#workloads.stopTarget(run);
+          await run.writeStatus(admissionRequiredStatus(run.lease.status, refused, run.stamp()));
+          run.log.info({ error: refused }, 'activation refused');
+          return {};
+        }
+      }
       const pods = await verified.pruneCompleted(run, w?.pods ?? []);
       workload = {
         ...(w ?? { targetUID: '' }),

@@ -36,6 +36,12 @@ export interface LeaseRun {
 
 /** What a verified target lets the reconcile do once ownership is recorded. */
 export interface VerifiedTarget {
+  /**
+   * Before a new activation (the workload is not Active yet), once the central lease is held: why it must
+   * not start after all, or undefined. A live read, where verification could answer from a cache (the
+   * opt-in admission scope). Errors are returned by the reconcile, and nothing is activated.
+   */
+  confirmActivation(run: LeaseRun): Promise<string | undefined>;
   /** §2.3 step 12 (`pruneCompleted`): the registered Pods that still exist as non-terminal Pods. */
   pruneCompleted(run: LeaseRun, pods: readonly PermittedPod[]): Promise<PermittedPod[]>;
   /**

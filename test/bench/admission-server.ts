@@ -55,6 +55,7 @@ if (mode === 'floor') {
   const handlers = kubeWorkloadAdmission({
     transport: new KubeTransport(kc),
     operatorUser: OPERATOR_USER,
+    scope: 'opt-in',
     registry,
   });
   const logger = createLogger({ level: 'info', destination: pino.destination('/dev/null') });

@@ -91,8 +91,10 @@ export class E2eCluster {
    * Creates namespace `name`, ready for Pods: the ServiceAccount admission plugin refuses them until
    * kube-controller-manager has created the namespace's `default` account.
    */
-  async createNamespace(name: string): Promise<void> {
-    await this.core.createNamespace({ body: { metadata: { name, labels: { [RUN_LABEL]: RUN_ID } } } });
+  async createNamespace(name: string, labels: Readonly<Record<string, string>> = {}): Promise<void> {
+    await this.core.createNamespace({
+      body: { metadata: { name, labels: { ...labels, [RUN_LABEL]: RUN_ID } } },
+    });
     this.onCleanup(`namespace ${name}`, () => this.core.deleteNamespace({ name }).catch(unlessGone));
     await eventually(() => this.core.readNamespacedServiceAccount({ namespace: name, name: 'default' }), {
       timeoutMs: 30_000,

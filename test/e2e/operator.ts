@@ -150,7 +150,13 @@ export class E2eOperator {
         { key: NAMESPACE_NAME_LABEL, operator: 'In', values: o.appNamespaces },
       ],
     });
-    const params = { namespace, name: o.prefix, caBundle: pki.caBundle, labels: runLabels };
+    const params = {
+      namespace,
+      name: o.prefix,
+      caBundle: pki.caBundle,
+      labels: runLabels,
+      scope: 'opt-in',
+    } as const;
     const mutating = mutatingWebhookConfiguration(params);
     const validating = validatingWebhookConfiguration(params);
     for (const hook of [...(mutating.webhooks ?? []), ...(validating.webhooks ?? [])]) {

@@ -8,10 +8,12 @@
 // ungated), 43 (the stopped operator rejoins as standby), 46 (deleting the BerthLease on the holder
 // releases it to the other cluster), with the Pods of both clusters watched throughout: never running in
 // both at once.
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findCondition } from '../../src/berth/status.ts';
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { IN_SCOPE } from '../helpers/cluster.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
 import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
@@ -67,7 +69,7 @@ describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
       const made: { cluster: E2eCluster; watch?: PodWatch } = { cluster };
       created.push(made);
       await cluster.installCrd();
-      await cluster.createNamespace(NS);
+      await cluster.createNamespace(NS, IN_SCOPE);
       const operator = await E2eOperator.install(cluster, {
         prefix: `${PREFIX}-${name}`,
         appNamespaces: [NS],

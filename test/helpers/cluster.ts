@@ -28,7 +28,7 @@ import {
   routeServiceHere,
   type ServiceRoute,
 } from '../../hack/controlplane/service-route.ts';
-import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
+import { GROUP, PLURAL, SCOPE_ENABLED, SCOPE_LABEL, VERSION } from '../../src/berth/api.ts';
 import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
 import { isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
 import { KubeTransport } from '../../src/kube/transport.ts';
@@ -80,6 +80,9 @@ export function kubeConfigFrom(yaml: string): KubeConfig {
 }
 
 /** Lower-case, DNS-1123 label safe, unique in this run: `<prefix>-<random>`. */
+/** The labels that put a namespace in the opt-in workload admission scope (createNamespace's `labels`). */
+export const IN_SCOPE: Readonly<Record<string, string>> = { [SCOPE_LABEL]: SCOPE_ENABLED };
+
 export function uniqueName(prefix: string): string {
   const base = prefix
     .toLowerCase()

@@ -137,6 +137,7 @@ describe.each(INSTALLS)('deploy/%s', (file, mode) => {
       namespace: config.namespace,
       serviceName: features.certs.webhookServiceName,
       name: features.webhook.webhookConfigurationName,
+      scope: features.webhook.workloadAdmissionScope,
     }).toEqual(WEBHOOK_PARAMS);
     expect(features.certs.webhookServiceName).toBe(WEBHOOK_PARAMS.serviceName);
     expect(features.certs.certMode).toBe(mode === 'selfsigned' ? 'selfsigned' : 'files');

@@ -26,6 +26,7 @@ import { BerthLeaseController } from '../../../src/berth/controller.ts';
 import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { parseBerthLease } from '../../../src/berth/leaseio.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
+import { NamespaceScope } from '../../../src/berth/namespace-scope.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
 import { isConflict } from '../../../src/kube/client.ts';
 import type { Clock } from '../../../src/kube/clock.ts';
@@ -42,7 +43,7 @@ import { kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
 import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
-import { type ServiceAccountUser, type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
+import { IN_SCOPE, type ServiceAccountUser, type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
 import { RecordingLeaseClient, reconcileContext, sumMetric } from '../berth/harness.ts';
 
@@ -144,7 +145,8 @@ export class ManagedCluster {
     try {
       proxy = await ApiProxy.start(t);
       await t.installBerthLeaseCrd();
-      for (const ns of [NS, OPERATOR_NS]) await t.createNamespace(ns);
+      await t.createNamespace(NS, IN_SCOPE);
+      await t.createNamespace(OPERATOR_NS);
       const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
       const [role, binding] = berthLeaseRbacObjects({
         name: 'berth-operator',
@@ -179,6 +181,7 @@ export class ManagedCluster {
     const handlers = kubeWorkloadAdmission({
       transport: this.#admissionTransport,
       operatorUser: OPERATOR_USER,
+      scope: 'opt-in',
       registry: this.admissionRegistry,
     });
     this.#server = new AdmissionServer({
@@ -196,7 +199,8 @@ export class ManagedCluster {
       namespace: OPERATOR_NS,
       serviceName: WEBHOOK_SERVICE,
       caBundle: Buffer.from(ca.cert).toString('base64'),
-    };
+      scope: 'opt-in',
+    } as const;
     const mutating = mutatingWebhookConfiguration(params);
     const validating = validatingWebhookConfiguration(params);
     const name = mutating.metadata?.name ?? '';
@@ -354,12 +358,15 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
   });
   const central = new RecordingLeaseClient(new HttpLeaseClient({ baseUrl: o.centralUrl, logger }));
   const leaseClient = o.leaseClient ? o.leaseClient(central) : central;
+  // The opt-in admission scope, as `run` wires it by default.
+  const scope = new NamespaceScope({ transport, logger, registry });
   const managed = new ManagedWorkloads({
     transport,
     operatorNamespace: OPERATOR_NS,
     recorder,
     registry,
     logger,
+    scope,
     ...(o.clock ? { clock: o.clock } : {}),
   });
   const controller = new BerthLeaseController({
@@ -371,6 +378,7 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
     recorder,
     registry,
     logger,
+    scope,
     ...(o.clock ? { clock: o.clock } : {}),
     ...(o.handOverOnStop ? { handOverOnStop: true } : {}),
   });
@@ -384,6 +392,9 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
     registry,
     recorder,
     async reconcile(name, signal) {
+      // Direct reconciles need the scope's cache, which start() would otherwise start.
+      scope.informer.start();
+      await scope.informer.waitForSync(signal);
       for (let attempt = 1; ; attempt++) {
         try {
           return await controller.reconciler.reconcile(
@@ -417,6 +428,7 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
           await Promise.all([controller.stop(), managed.stopControllers()]);
           await managed.stopCaches();
         }
+        await scope.informer.stop();
         await recorder.flush();
         central.inner.close();
         await transport.close();

@@ -9,6 +9,7 @@ import { AdmissionMessage } from '../../../src/berth/api.ts';
 import { KubeTransport } from '../../../src/kube/transport.ts';
 import { decideWorkloadAdmission } from '../../../webhooks/decide-workload.ts';
 import { kubeAdmissionIO } from '../../../webhooks/kube-io.ts';
+import { IN_SCOPE } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { rejection } from '../../helpers/rejection.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
@@ -37,7 +38,7 @@ afterAll(async () => {
 });
 
 it('refuses Pods joining a ReplicaSet stamped for a deleted lease, though no lease is left', async () => {
-  const ns = await cluster.t.namespace('stale-stamp');
+  const ns = await cluster.t.namespace('stale-stamp', IN_SCOPE);
   const lease = (name: string) => cluster.lease(name, ns);
   await cluster.createLease('old', deploymentLease('old', 1), ns);
   await eventually(async () => (await lease('old'))?.metadata.finalizers?.length === 1);

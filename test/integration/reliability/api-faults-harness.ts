@@ -15,7 +15,7 @@ import { kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates, testPki } from '../../fixtures/webhooks/certs.ts';
 import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
-import { TestCluster } from '../../helpers/cluster.ts';
+import { IN_SCOPE, TestCluster } from '../../helpers/cluster.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
 import { createObjects } from './operator-cluster.ts';
 
@@ -105,7 +105,8 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     await t.stop();
   };
   try {
-    for (const name of [OPERATOR_NS, ADMISSION_NS]) await t.createNamespace(name);
+    await t.createNamespace(OPERATOR_NS);
+    await t.createNamespace(ADMISSION_NS, IN_SCOPE);
     await t.installBerthLeaseCrd();
     await createObjects(t.kc, baseRbac());
     proxy = await ApiProxy.start(t);
@@ -125,6 +126,7 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     const handlers = kubeWorkloadAdmission({
       transport: t.transport(t.kubeConfigFor(proxy.kubeconfigFor(sa.kubeconfig))),
       operatorUser: OPERATOR_USER,
+      scope: 'opt-in',
       registry,
     });
     // On every address, as the operator's: the Service's endpoint is this machine's address.
@@ -139,7 +141,12 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     await server.start();
     await t.routeService(OPERATOR_NS, WEBHOOK_SERVICE, [{ port: server.port }]);
     const configs = t.kc.makeApiClient(AdmissionregistrationV1Api);
-    const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE, caBundle: pki.caBundle };
+    const params = {
+      namespace: OPERATOR_NS,
+      serviceName: WEBHOOK_SERVICE,
+      caBundle: pki.caBundle,
+      scope: 'opt-in',
+    } as const;
     await configs.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
     await configs.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
     await untilAdmissionServed(t.core, ADMISSION_NS, registry);

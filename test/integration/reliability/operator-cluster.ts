@@ -25,7 +25,7 @@ import {
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
-import { type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
+import { IN_SCOPE, type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type OperatorProcess, startOperatorProcess } from '../../helpers/operator-process.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
@@ -103,7 +103,8 @@ export class OperatorCluster {
     let proxy: ApiProxy | undefined;
     try {
       await t.installBerthLeaseCrd();
-      for (const ns of [OPERATOR_NS, NS]) await t.createNamespace(ns);
+      await t.createNamespace(OPERATOR_NS);
+      await t.createNamespace(NS, IN_SCOPE);
       await createObjects(t.kc, [...baseRbac(), ...selfSignedRbac()]);
       await t.core.createNamespacedService({
         namespace: OPERATOR_NS,
@@ -113,7 +114,12 @@ export class OperatorCluster {
         },
       });
       const admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
-      const params = { namespace: OPERATOR_NS, serviceName: WEBHOOK_SERVICE, name: CONFIGURATION_NAME };
+      const params = {
+        namespace: OPERATOR_NS,
+        serviceName: WEBHOOK_SERVICE,
+        name: CONFIGURATION_NAME,
+        scope: 'opt-in',
+      } as const;
       await admission.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
       await admission.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
       proxy = await ApiProxy.start(t);

@@ -122,7 +122,7 @@ beforeAll(async () => {
   });
   // Without a caBundle: the operator fills it in (selfsigned certificates).
   const admission = t.kc.makeApiClient(AdmissionregistrationV1Api);
-  const params = { namespace: OPERATOR_NAMESPACE, serviceName: WEBHOOK_SERVICE };
+  const params = { namespace: OPERATOR_NAMESPACE, serviceName: WEBHOOK_SERVICE, scope: 'opt-in' } as const;
   await admission.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
   await admission.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
   operatorAccount = await t.serviceAccount(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT);

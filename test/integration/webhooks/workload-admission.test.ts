@@ -29,7 +29,7 @@ import { kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
 import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { jsonPatch } from '../../helpers/api.ts';
-import { type ServiceAccountUser, TestCluster, type TestUser } from '../../helpers/cluster.ts';
+import { IN_SCOPE, type ServiceAccountUser, TestCluster, type TestUser } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { rejection } from '../../helpers/rejection.ts';
 
@@ -54,7 +54,8 @@ let custom: CustomObjectsApi;
 let alice: TestUser;
 let operator: ServiceAccountUser;
 
-const params = (caBundle: string) => ({ namespace: OPERATOR_NS, serviceName: SERVICE, caBundle });
+const params = (caBundle: string) =>
+  ({ namespace: OPERATOR_NS, serviceName: SERVICE, caBundle, scope: 'opt-in' }) as const;
 
 function leaseBody(name: string, target: string): Record<string, unknown> {
   return {
@@ -137,7 +138,7 @@ beforeAll(async () => {
   apps = t.kc.makeApiClient(AppsV1Api);
   custom = t.kc.makeApiClient(CustomObjectsApi);
   await t.createNamespace(OPERATOR_NS);
-  await t.createNamespace(NS);
+  await t.createNamespace(NS, IN_SCOPE);
   await t.installBerthLeaseCrd();
   const rbac = t.kc.makeApiClient(RbacAuthorizationV1Api);
   const [role, binding] = berthLeaseRbacObjects({
@@ -170,6 +171,7 @@ beforeAll(async () => {
     handlers: kubeWorkloadAdmission({
       transport: t.transport(operator.kc),
       operatorUser: OPERATOR_USER,
+      scope: 'opt-in',
       registry,
     }),
     registry,
@@ -195,9 +197,9 @@ afterAll(async () => {
 describe('start-up check against the live configurations', () => {
   it('passes for what the builders made and names an unsafe edit', async () => {
     const live = await readWebhookConfigurations(transport, 'berth-operator-injection-workloads');
-    expect(verifyWebhookConfigurations(live, { namespace: OPERATOR_NS })).toEqual([]);
+    expect(verifyWebhookConfigurations(live, { namespace: OPERATOR_NS, scope: 'opt-in' })).toEqual([]);
     // Reading as if the operator ran in another namespace: that namespace is not excluded.
-    expect(verifyWebhookConfigurations(live, { namespace: 'elsewhere' })).toContain(
+    expect(verifyWebhookConfigurations(live, { namespace: 'elsewhere', scope: 'opt-in' })).toContain(
       'MutatingWebhookConfiguration "berth-operator-injection-workloads" webhook "mutate-workloads.berth.skaphos.io" does not exclude the operator namespace "elsewhere" (namespaceSelector must exclude kubernetes.io/metadata.name NotIn [elsewhere, kube-system])',
     );
   });
@@ -455,8 +457,8 @@ describe('unmanaged workloads', () => {
     expect(dep.spec?.template.spec?.schedulingGates).toBeUndefined();
   });
 
-  it('a Pod whose owner is gone is denied, also in a namespace without leases (the owner may have been stamped)', async () => {
-    await t.createNamespace('no-leases');
+  it('a Pod whose owner is gone is denied, also in a namespace in scope without leases (the owner may have been stamped)', async () => {
+    await t.createNamespace('no-leases', IN_SCOPE);
     const denied = core.createNamespacedPod({
       namespace: 'no-leases',
       body: {

@@ -3,7 +3,12 @@
 // quiet standby versus the original stop cycle, ownership persisted before activation, the epoch check,
 // stopAndRelease's order, and the shutdown hand-over.
 import { describe, expect, it } from 'vitest';
-import { type BerthLeaseSpec, ReconcileError, STOP_FENCE } from '../../../src/berth/api.ts';
+import {
+  type BerthLeaseSpec,
+  outOfScopeMessage,
+  ReconcileError,
+  STOP_FENCE,
+} from '../../../src/berth/api.ts';
 import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
 import { BerthLeaseReconciler } from '../../../src/berth/reconciler.ts';
 import { findCondition } from '../../../src/berth/status.ts';
@@ -30,7 +35,21 @@ const spec = (over: Partial<BerthLeaseSpec> = {}): BerthLeaseSpec => ({
   ...over,
 });
 
-function setup(o: { replicas?: number } = {}) {
+/** The opt-in scope as a test sets it: the cache's view and the live one, each changeable. */
+class FakeScope {
+  cachedView: boolean | undefined = true;
+  liveView = true;
+  liveReads = 0;
+  cached(): boolean | undefined {
+    return this.cachedView;
+  }
+  async live(): Promise<boolean> {
+    this.liveReads++;
+    return this.liveView;
+  }
+}
+
+function setup(o: { replicas?: number; scope?: FakeScope } = {}) {
   const store = new FakeLeaseStore();
   const central = new ScriptedLeaseClient();
   const clock = new ManualClock(T0);
@@ -55,6 +74,7 @@ function setup(o: { replicas?: number } = {}) {
     leases: store,
     recorder,
     clock,
+    ...(o.scope ? { scope: o.scope } : {}),
   });
   const reconciler = new BerthLeaseReconciler({
     api: store,
@@ -226,6 +246,75 @@ describe('activation', () => {
       message: ReconcileError.operatorNamespace,
     });
     expect(w.central.calls).toEqual([]);
+  });
+});
+
+describe('the opt-in admission scope', () => {
+  const outside = outOfScopeMessage(NS);
+
+  it('a lease whose namespace is outside it is never activated: no central call, target kept stopped', async () => {
+    const scope = new FakeScope();
+    scope.cachedView = false;
+    const w = setup({ scope, replicas: 2 });
+    expect(await w.reconcile()).toEqual({});
+    expect(findCondition(w.store.stored('web').status, 'Acquired')).toMatchObject({
+      status: 'False',
+      reason: 'AdmissionRequired',
+      message: outside,
+    });
+    expect(w.central.calls).toEqual([]);
+    expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(0);
+    expect(outside).toBe(
+      'namespace "team-a" is outside the workload admission scope, so its workloads are not admitted and cannot be managed: a cluster admin opts it in with `kubectl label namespace team-a berth.skaphos.io/workload-admission=enabled`',
+    );
+  });
+
+  it('a new activation is confirmed live: a namespace that left since the cache looked is not activated', async () => {
+    const scope = new FakeScope();
+    scope.liveView = false;
+    const w = setup({ scope });
+    w.central.acquireAnswers = [acquired('cluster-east', 7, T0)];
+    expect(await w.reconcile()).toEqual({});
+    expect(scope.liveReads).toBe(1);
+    expect(w.store.stored('web').status?.workload?.phase ?? '').toBe('');
+    expect(findCondition(w.store.stored('web').status, 'Acquired')).toMatchObject({
+      reason: 'AdmissionRequired',
+      message: outside,
+    });
+    expect(w.log.filter((l) => l.startsWith('patch'))).toEqual([]);
+  });
+
+  it('an Active workload is renewed without a live read, and stopped, drained and released once outside', async () => {
+    const scope = new FakeScope();
+    const w = setup({ scope });
+    w.api.put('Pod', pod('p1'));
+    w.central.acquireAnswers = [acquired('cluster-east', 7, T0)];
+    await w.reconcile();
+    expect(w.store.stored('web').status?.workload?.phase).toBe('Active');
+    w.clock.advance(10_000);
+    w.central.acquireAnswers = [acquired('cluster-east', 7, w.clock.now())];
+    await w.reconcile();
+    expect(scope.liveReads).toBe(1);
+
+    scope.cachedView = false;
+    await w.reconcile();
+    expect(w.store.stored('web').status?.workload?.phase).toBe('Stopping');
+    expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(0);
+    expect(w.central.of('release')).toEqual([]);
+    w.api.objects.delete('Pod/p1');
+    await w.reconcile();
+    expect(w.central.of('release').map((c) => c.fencingToken)).toEqual([7]);
+  });
+
+  it('while the scope is not known yet (its cache has not listed), an Active workload is kept until its deadline', async () => {
+    const scope = new FakeScope();
+    const w = setup({ scope });
+    w.central.acquireAnswers = [acquired('cluster-east', 7, T0)];
+    await w.reconcile();
+    scope.cachedView = undefined;
+    expect(await w.reconcile()).toEqual({ requeueAfter: 1_000 });
+    expect(w.store.stored('web').status?.workload?.phase).toBe('Active');
+    expect(findCondition(w.store.stored('web').status, 'HeartbeatHealthy')?.reason).toBe('TargetUnverified');
   });
 });
 

@@ -9,7 +9,7 @@ import {
   verifyWebhookConfigurations,
 } from '../../../webhooks/configurations.ts';
 
-const params = { namespace: 'berth-system' };
+const params = { namespace: 'berth-system', scope: 'opt-in' } as const;
 
 /** The builders' configurations with clientConfig.url to `base` + each webhook's path. */
 function byUrl(base: string, paths?: { mutate: string; validate: string }): LiveConfigurations {

@@ -9,7 +9,8 @@ import {
   verifyWebhookConfigurations,
 } from '../../../webhooks/configurations.ts';
 
-const params = { namespace: 'berth-system', caBundle: 'Q0E=' };
+// The Go operator's shape (every namespace); the opt-in scope's additions are tested below.
+const params = { namespace: 'berth-system', caBundle: 'Q0E=', scope: 'all' } as const;
 
 describe('builders', () => {
   it('builds the mutating configuration exactly', () => {
@@ -135,6 +136,7 @@ describe('builders', () => {
   it('omits caBundle for CA injection and carries the injector annotation', () => {
     const m = mutatingWebhookConfiguration({
       namespace: 'ops',
+      scope: 'all',
       annotations: { 'cert-manager.io/inject-ca-from': 'ops/berth-operator-injection' },
     });
     expect(m.webhooks![0]!.clientConfig.caBundle).toBeUndefined();
@@ -144,7 +146,8 @@ describe('builders', () => {
   });
 
   it('does not list kube-system twice when the operator runs there', () => {
-    const sel = mutatingWebhookConfiguration({ namespace: 'kube-system' }).webhooks![0]!.namespaceSelector;
+    const sel = mutatingWebhookConfiguration({ namespace: 'kube-system', scope: 'all' }).webhooks![0]!
+      .namespaceSelector;
     expect(sel?.matchExpressions?.[0]?.values).toEqual(['kube-system']);
   });
 });
@@ -157,7 +160,7 @@ const live = (): LiveConfigurations => ({
 describe('verifyWebhookConfigurations', () => {
   it('accepts what the builders make (with or without the caBundle)', () => {
     expect(verifyWebhookConfigurations(live(), params)).toEqual([]);
-    expect(verifyWebhookConfigurations(live(), { namespace: 'berth-system' })).toEqual([]);
+    expect(verifyWebhookConfigurations(live(), { namespace: 'berth-system', scope: 'all' })).toEqual([]);
   });
 
   it('accepts extra excluded namespaces and API-server defaults', () => {
@@ -273,5 +276,115 @@ describe('configurationCheck', () => {
     await check.start();
     expect(() => check.check()).toThrow('cannot read mutatingwebhookconfigurations/x: forbidden');
     check.stop();
+  });
+});
+
+describe('the opt-in scope', () => {
+  const optIn = { namespace: 'berth-system', caBundle: 'Q0E=', scope: 'opt-in' } as const;
+  const SCOPED = { key: 'berth.skaphos.io/workload-admission', operator: 'In', values: ['enabled'] };
+  const EXCLUDED = {
+    key: 'kubernetes.io/metadata.name',
+    operator: 'NotIn',
+    values: ['berth-system', 'kube-system'],
+  };
+
+  it('selects only labelled namespaces for the workload webhooks, still excluding the operator and kube-system', () => {
+    const m = mutatingWebhookConfiguration(optIn).webhooks!;
+    const v = validatingWebhookConfiguration(optIn).webhooks!;
+    expect(m).toHaveLength(1);
+    expect(m[0]!.namespaceSelector).toEqual({ matchExpressions: [EXCLUDED, SCOPED] });
+    expect(v[0]!.name).toBe('validate-workloads.berth.skaphos.io');
+    expect(v[0]!.namespaceSelector).toEqual({ matchExpressions: [EXCLUDED, SCOPED] });
+  });
+
+  it('adds the two scope guards to the validating configuration, read-only and fail-closed', () => {
+    const [, lease, ns] = validatingWebhookConfiguration(optIn).webhooks!;
+    const client = (path: string) => ({
+      service: { namespace: 'berth-system', name: 'berth-operator-webhook', port: 443, path },
+      caBundle: 'Q0E=',
+    });
+    expect(lease).toEqual({
+      name: 'berthlease-scope.berth.skaphos.io',
+      admissionReviewVersions: ['v1'],
+      clientConfig: client('/validate-admission-scope'),
+      failurePolicy: 'Fail',
+      matchPolicy: 'Equivalent',
+      sideEffects: 'None',
+      timeoutSeconds: 10,
+      // Only namespaces outside the scope: kube-apiserver's own view of the labels decides.
+      namespaceSelector: {
+        matchExpressions: [
+          EXCLUDED,
+          { key: 'berth.skaphos.io/workload-admission', operator: 'NotIn', values: ['enabled'] },
+        ],
+      },
+      matchConditions: [{ name: 'has-target', expression: 'has(object.spec) && has(object.spec.target)' }],
+      rules: [
+        {
+          apiGroups: ['berth.skaphos.io'],
+          apiVersions: ['v1alpha1'],
+          operations: ['CREATE'],
+          resources: ['berthleases'],
+          scope: 'Namespaced',
+        },
+      ],
+    });
+    const scoped = (o: string) =>
+      `(has(${o}.metadata.labels) && 'berth.skaphos.io/workload-admission' in ${o}.metadata.labels && ${o}.metadata.labels['berth.skaphos.io/workload-admission'] == 'enabled')`;
+    expect(ns).toEqual({
+      name: 'namespace-scope.berth.skaphos.io',
+      admissionReviewVersions: ['v1'],
+      clientConfig: client('/validate-admission-scope'),
+      failurePolicy: 'Fail',
+      matchPolicy: 'Equivalent',
+      sideEffects: 'None',
+      timeoutSeconds: 10,
+      // A namespace's own UPDATE is matched against its new labels: no scope term here.
+      namespaceSelector: { matchExpressions: [EXCLUDED] },
+      matchConditions: [
+        { name: 'leaves-scope', expression: `${scoped('oldObject')} && !${scoped('object')}` },
+      ],
+      rules: [
+        {
+          apiGroups: [''],
+          apiVersions: ['v1'],
+          operations: ['UPDATE'],
+          resources: ['namespaces', 'namespaces/status', 'namespaces/finalize'],
+          scope: 'Cluster',
+        },
+      ],
+    });
+  });
+
+  const liveOptIn = (): LiveConfigurations => ({
+    mutating: structuredClone(mutatingWebhookConfiguration(optIn)),
+    validating: structuredClone(validatingWebhookConfiguration(optIn)),
+  });
+
+  it('accepts what the builders make, and a cluster-wide configuration the leader has not narrowed yet', () => {
+    expect(verifyWebhookConfigurations(liveOptIn(), optIn)).toEqual([]);
+    // An upgrade: the live objects are the cluster-wide ones, without the guards; readiness must not wait
+    // for the leader to rewrite them (the rolling update would never get a ready replica).
+    expect(verifyWebhookConfigurations(live(), optIn)).toEqual([]);
+  });
+
+  it('checks a scope guard that exists like the others', () => {
+    const l = liveOptIn();
+    const guard = l.validating!.webhooks![2]!;
+    guard.failurePolicy = 'Ignore';
+    guard.sideEffects = 'Some';
+    expect(verifyWebhookConfigurations(l, optIn)).toEqual([
+      'ValidatingWebhookConfiguration "berth-operator-injection-workloads" webhook "namespace-scope.berth.skaphos.io" has failurePolicy Ignore, want Fail',
+      'ValidatingWebhookConfiguration "berth-operator-injection-workloads" webhook "namespace-scope.berth.skaphos.io" has sideEffects Some, want None',
+    ]);
+  });
+
+  it('refuses a selector that keeps the operator namespace out only while it is unlabelled', () => {
+    const l = liveOptIn();
+    l.mutating!.webhooks![0]!.namespaceSelector = { matchExpressions: [SCOPED] };
+    expect(verifyWebhookConfigurations(l, optIn)).toEqual([
+      'MutatingWebhookConfiguration "berth-operator-injection-workloads" webhook "mutate-workloads.berth.skaphos.io" does not exclude the operator namespace "berth-system" (namespaceSelector must exclude kubernetes.io/metadata.name NotIn [berth-system, kube-system])',
+      'MutatingWebhookConfiguration "berth-operator-injection-workloads" webhook "mutate-workloads.berth.skaphos.io" does not exclude "kube-system" (namespaceSelector must exclude kubernetes.io/metadata.name NotIn [berth-system, kube-system])',
+    ]);
   });
 });

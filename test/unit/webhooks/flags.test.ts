@@ -14,9 +14,18 @@ describe('webhook flags', () => {
       webhookConfigurationName: 'berth-operator-injection-workloads',
       webhookRegistration: true,
       enableWorkloadAdmission: false,
+      workloadAdmissionScope: 'opt-in',
       workloadOperatorUser: '',
       workloadOperatorNamespace: '',
     });
+  });
+
+  it('takes the admission scope: opt-in (default) or all, as flag or environment', () => {
+    expect(parse(['--workload-admission-scope=all']).workloadAdmissionScope).toBe('all');
+    expect(parse([], { BERTH_WORKLOAD_ADMISSION_SCOPE: 'all' }).workloadAdmissionScope).toBe('all');
+    expect(() => parse(['--workload-admission-scope=some'])).toThrow(
+      new UsageError('invalid value "some" for --workload-admission-scope: must be opt-in or all'),
+    );
   });
 
   it('enables workload admission with a matching service account', () => {

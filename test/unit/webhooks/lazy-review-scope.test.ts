@@ -96,6 +96,7 @@ describe("WorkloadAdmission's API client", () => {
         return fake;
       },
       operatorUser: OPERATOR_USER,
+      scope: 'opt-in',
       registry: new Registry(),
     });
     let taken = 0;

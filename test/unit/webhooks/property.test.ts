@@ -62,6 +62,7 @@ beforeAll(async () => {
     handlers: workloadAdmissionHandlers({
       io: () => w.io,
       operatorUser: OPERATOR_USER,
+      scope: 'opt-in',
       registry,
       clock: new ManualClock(NOW),
     }),

@@ -20,7 +20,10 @@ import {
 const CA = 'Q0EtYnVuZGxl';
 const owner = ownerReference({ name: 'berth-operator-injection-workloads', uid: 'uid-1' });
 const want = (): V1ValidatingWebhook[] =>
-  withCaBundle(validatingWebhookConfiguration({ namespace: 'berth-system' }).webhooks ?? [], CA);
+  withCaBundle(
+    validatingWebhookConfiguration({ namespace: 'berth-system', scope: 'all' }).webhooks ?? [],
+    CA,
+  );
 
 /** The configuration as kube-apiserver returns it: our fields plus its defaults and others' metadata. */
 function live(webhooks: V1ValidatingWebhook[] = want()): V1ValidatingWebhookConfiguration {
