@@ -49,6 +49,8 @@ function machineBlock(run: BenchRun): string {
   const m = run.machine;
   const v = run.versions ?? {};
   const pepr = run.results.admission?.pepr_version ?? run.results.admission?.pepr_skipped;
+  const pa = run.results['pod-admission'];
+  const kueue = pa?.kueue_version ?? pa?.kueue_skipped;
   const byBench = (m.load_average_1m_by_benchmark ?? {}) as Record<string, { mean: number; max: number }>;
   const rows: string[][] = [
     [
@@ -75,6 +77,7 @@ function machineBlock(run: BenchRun): string {
     ['KWOK', fmt(v.kwok)],
     ['wrk', fmt(v.wrk)],
     ['Pepr (peer)', fmt(pepr)],
+    ['Kueue (peer)', fmt(kueue)],
     ['commit', `${fmt(v.commit)} (${fmt(v.uncommitted_files)} files changed in the working tree)`],
     [
       'wall time by benchmark, s',
@@ -273,17 +276,17 @@ function podAdmissionBlock(r: Figures): string {
         'class',
         'Pods/s',
         'no webhook: p50 / p99 / max ms',
-        'our webhooks: p50 / p99 / max ms',
+        'webhooks on (ours; the peer’s in its rows): p50 / p99 / max ms',
         'added p50 / p99 ms',
         'errors',
         'API reads per review (mutating / validating)',
         'validating reviews per Pod',
         'server ms per review (mutating / validating)',
-        'operator CPU ms per Pod',
+        'CPU ms per Pod of the webhook process (operator; peer)',
         "operator's requests: APF wait ms / rejected",
-        'send lag p99 ms (none / ours)',
+        'send lag p99 ms (none / on)',
       ],
-      rows,
+      [...rows, ...peerRows(r, rates)],
     ),
     '',
     "Where a review's time goes (with our webhooks):",
@@ -308,6 +311,116 @@ function podAdmissionBlock(r: Figures): string {
       .join(', ')}.`,
     '',
     `Pods per window: ${rates.map((rate, i) => `${fmt(r[`no_lease_none_r${rate}_pods`], 0)} at ${rate}/s (${String(r.window_seconds ?? '').split(' ')[i] ?? '?'} s)`).join(', ')}, after ${fmt(r.warmup_seconds)} s of warm-up. Operator RSS after its windows: ${fmt(r.operator_rss_mib)} MiB. The managed lease: ${fmt(r.managed_lease_state)}. ${fmt(r.api_server)}.`,
+    '',
+    peerBlock(r, rates),
+  ].join('\n');
+}
+
+// ---- the Kueue peer's rows (test/bench/pod-admission.ts, benchKueuePeer) ----
+
+const PEER_CLASSES = ['kueue_managed', 'kueue_outside'];
+/** Which of our classes each peer class is set against in the gap lines: [ours, peer, what]. */
+const PEER_PAIRS: [string, string, string][] = [
+  [
+    'managed',
+    'kueue_managed',
+    'a Pod it manages (ours: a managed Pod; Kueue: a Pod in its namespace with the queue-name label)',
+  ],
+  [
+    'no_lease',
+    'kueue_outside',
+    'a Pod it has nothing to do with (ours: a namespace without a lease; Kueue: a namespace outside its managedJobsNamespaceSelector)',
+  ],
+];
+
+/** The peer's rows of the main table, in its columns (its webhook reads its informer cache only). */
+function peerRows(r: Figures, rates: string[]): string[][] {
+  const rows: string[][] = [];
+  for (const cls of PEER_CLASSES)
+    for (const rate of rates) {
+      const on = (f: string): Value => r[`${cls}_peer_r${rate}_${f}`];
+      const off = (f: string): Value => r[`${cls}_none_r${rate}_${f}`];
+      if (on('p50_ms') === undefined) continue;
+      rows.push([
+        `Kueue ${r.kueue_version ?? ''}: ${cls}`,
+        rate,
+        `${fmt(off('p50_ms'))} / ${fmt(off('p99_ms'))} / ${fmt(off('max_ms'))}`,
+        `${fmt(on('p50_ms'))} / ${fmt(on('p99_ms'))} / ${fmt(on('max_ms'))}`,
+        `${fmt(r[`${cls}_r${rate}_added_p50_ms`])} / **${fmt(r[`${cls}_r${rate}_added_p99_ms`])}**`,
+        `${fmt((off('errors') as number) + (on('errors') as number), 0)}`,
+        '0 / 0 (informer cache)',
+        fmt(on('validate_reviews_per_pod')),
+        `${fmt(on('mutate_server_ms_per_review'))} / ${fmt(on('validate_server_ms_per_review'))}`,
+        fmt(on('kueue_cpu_ms_per_pod')),
+        '–',
+        `${fmt(off('send_lag_p99_ms'))} / ${fmt(on('send_lag_p99_ms'))}`,
+      ]);
+    }
+  return rows;
+}
+
+/** What the peer spends its time on, and the gap to ours, below the main tables. */
+function peerBlock(r: Figures, rates: string[]): string {
+  if (r.kueue_skipped !== undefined) return `_The Kueue peer was skipped: ${fmt(r.kueue_skipped)}._`;
+  if (r.kueue_failed !== undefined) return `_The Kueue peer failed: ${fmt(r.kueue_failed)}._`;
+  if (r.kueue_version === undefined) return '_This run has no Kueue peer figures._';
+  const rows: string[][] = [];
+  for (const cls of PEER_CLASSES)
+    for (const rate of rates) {
+      const on = (f: string): Value => r[`${cls}_peer_r${rate}_${f}`];
+      if (on('p50_ms') === undefined) continue;
+      rows.push([
+        cls,
+        rate,
+        `${fmt(on('mutate_server_ms_per_review'))} / ${fmt(on('validate_server_ms_per_review'))}`,
+        `${fmt(on('mutate_apiserver_wait_ms_per_call'))} / ${fmt(on('validate_apiserver_wait_ms_per_call'))}`,
+        `${fmt(on('mutate_reviews_per_pod'))} / ${fmt(on('validate_reviews_per_pod'))}`,
+        `${fmt(on('kueue_cpu_ms_per_pod'))} / ${fmt(on('kueue_cpu_ms_per_pod_until_cleaned'))}`,
+        `${fmt(on('kueue_api_requests_per_pod'))} / ${fmt(on('kueue_api_requests_per_pod_until_cleaned'))}`,
+        fmt(on('workloads_created_per_pod')),
+        fmt(on('pods_born_ungated')),
+        fmt(on('cleanup_seconds')),
+      ]);
+    }
+  const gaps: string[] = [];
+  for (const [ours, peer, what] of PEER_PAIRS) {
+    const cells = rates
+      .filter(
+        (rate) =>
+          r[`${ours}_r${rate}_added_p99_ms`] !== undefined &&
+          r[`${peer}_r${rate}_added_p99_ms`] !== undefined,
+      )
+      .map((rate) => {
+        const a = r[`${ours}_r${rate}_added_p99_ms`] as number;
+        const b = r[`${peer}_r${rate}_added_p99_ms`] as number;
+        return `${rate}/s: ours ${fmt(a)} ms, Kueue ${fmt(b)} ms (${a - b >= 0 ? '+' : ''}${fmt(a - b)} ms)`;
+      });
+    if (cells.length > 0) gaps.push(`- ${what}: \`${ours}\` vs \`${peer}\`, ${cells.join('; ')}.`);
+  }
+  return [
+    `Where the peer's time goes (Kueue ${fmt(r.kueue_version)}, its controller-manager alone; ${fmt(r.kueue_configuration)}):`,
+    '',
+    table(
+      [
+        'class',
+        'Pods/s',
+        'its server ms per review (mutating / validating)',
+        "kube-apiserver's wait ms per webhook call (mpod / vpod)",
+        'reviews per Pod (mutating / validating)',
+        'Kueue CPU ms per Pod: window / until the Pods are gone',
+        'Kueue API requests per Pod: window / until the Pods are gone',
+        'Workloads created per Pod',
+        'Pods born without its gate',
+        'clean-up after the window, s',
+      ],
+      rows,
+    ),
+    '',
+    `The gap in added p99 (ours minus the peer's; positive: ours adds more):`,
+    '',
+    ...(gaps.length > 0 ? gaps : ['- (no pair of classes measured in this run)']),
+    '',
+    `Kueue's Pod webhooks as registered: ${fmt(r.kueue_pod_webhooks)}. Run out of cluster: ${fmt(r.kueue_deviations)}. Kueue was started ${fmt(r.kueue_starts, 0)} time(s), once per switch to its mode.`,
   ].join('\n');
 }
 

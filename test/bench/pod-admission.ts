@@ -22,8 +22,11 @@
 // it (its apiserver_request_duration_seconds), and the operator's event-loop delay over the window. BERTH_BENCH_OPERATOR_NODE_OPTIONS is appended
 // to the operator's NODE_OPTIONS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: a profile per operator start,
 // written when it is stopped between modes).
+// A peer follows our classes: Kueue's Pod integration, alone, in classes of its own (benchKueuePeer, at the
+// end of this file; kueue-peer.ts runs Kueue).
 
 import { join } from 'node:path';
+import type { KueueBinary } from '../../hack/kueue/build.ts';
 import { build } from '../../scripts/build.ts';
 import { MUTATE_WORKLOADS_PATH, SCHEDULING_GATE, VALIDATE_WORKLOADS_PATH } from '../../src/berth/api.ts';
 import { startCentralServer } from '../../src/central/server.ts';
@@ -39,8 +42,17 @@ import {
   OperatorCluster,
   SERVICE_ACCOUNT,
 } from '../integration/reliability/operator-cluster.ts';
-import { adminApi } from './admin-api.ts';
+import { type AdminApi, adminApi } from './admin-api.ts';
 import { stopAtExit } from './controlplane.ts';
+import {
+  KUEUE_DEVIATIONS,
+  KUEUE_GATE,
+  KUEUE_POD_WEBHOOKS,
+  KueuePeer,
+  kueueOrSkip,
+  LOCAL_QUEUE,
+  QUEUE_LABEL,
+} from './kueue-peer.ts';
 import { type OpenLoopResult, openLoop, percentile } from './open-loop.ts';
 import { metricSum, scrapeMetrics, usage } from './proc.ts';
 
@@ -52,6 +64,8 @@ export interface PodAdmissionBenchOptions {
   /** Measured seconds at each rate (same order). */
   seconds: number[];
   warmupSeconds: number;
+  /** Run the Kueue peer's classes after ours (default true; BERTH_BENCH_KUEUE=0 skips it too). */
+  peer?: boolean;
 }
 
 export const CLASSES = ['no_lease', 'beside_lease', 'managed'] as const;
@@ -156,6 +170,9 @@ export async function benchPodAdmission(
     operator:
       'berth-operator run (compiled, the image env) in a child process, leader election with the defaults, workload admission on, the managed lease a quiet standby',
   };
+  // The peer's build first (minutes when not cached), before any clock starts.
+  const kueue = opts.peer === false ? { skipped: 'not asked for' } : await kueueOrSkip(log);
+  if ('skipped' in kueue) out.kueue_skipped = kueue.skipped;
   log('pod-admission: building the operator as the image ships it (npm run build)');
   const main = build(join(process.cwd(), 'build/bench'));
   const env = shippedEnv();
@@ -385,6 +402,12 @@ export async function benchPodAdmission(
       }
     }
 
+    // The peer, after our classes, with our webhooks unregistered.
+    if (!('skipped' in kueue)) {
+      if (op !== undefined) await webhooksOff();
+      Object.assign(out, await benchKueuePeer({ cluster, api, kueue, opts }, log));
+    }
+
     for (const [key, f] of cells) for (const [name, v] of Object.entries(f)) out[`${key}_${name}`] = v;
     for (const cls of CLASSES) {
       for (const rate of opts.rates) {
@@ -428,4 +451,267 @@ export async function benchPodAdmission(
     await cluster.stop();
     await central.stop();
   }
+}
+
+// ---- The Kueue peer (kueue-peer.ts): its own classes, after ours, each measured alone ----
+//   kueue_managed  a namespace Kueue's managedJobsNamespaceSelector selects, the Pod with the queue-name
+//                  label of the namespace's LocalQueue: Kueue's Pod webhook gates it (its ClusterQueue
+//                  admits nothing, so it stays gated, as our managed Pods stay gated behind a lease held
+//                  elsewhere) and its Pod reconciler makes a Workload for it
+//   kueue_outside  a namespace the selector does not select, no queue-name label
+// Each Pod is owned by the live ReplicaSet of a 0-replica Deployment, like ours. During these windows our
+// operator is stopped and its configurations deleted; Kueue's configurations exist only in its `peer`
+// mode. Its figures: its webhook server's own time per review (controller_runtime_webhook_* on its
+// /metrics), kube-apiserver's time waiting for each of its webhooks
+// (apiserver_admission_webhook_admission_duration_seconds), its process's CPU, and its API requests (all
+// of the flow schema `service-accounts` while it is the only ServiceAccount client outside kube-system),
+// counted from the window's start until the class's Pods and their Workloads are gone.
+
+export const PEER_CLASSES = ['kueue_managed', 'kueue_outside'] as const;
+type PeerClass = (typeof PEER_CLASSES)[number];
+type PeerMode = 'peer' | 'none';
+const PEER_WHERE: Record<PeerClass, { namespace: string; deployment: string; queue: boolean }> = {
+  kueue_managed: { namespace: 'bench-kueue', deployment: 'kueue-app', queue: true },
+  kueue_outside: { namespace: 'bench-kueue-outside', deployment: 'outside-app', queue: false },
+};
+const PEER_CLEANUP_MS = 600_000;
+
+const peerPod = (cls: PeerClass, owner: Owner, name: string) => ({
+  metadata: {
+    name,
+    labels: {
+      ...owner.labels,
+      [BENCH_LABEL]: cls,
+      ...(PEER_WHERE[cls].queue ? { [QUEUE_LABEL]: LOCAL_QUEUE } : {}),
+    },
+    ownerReferences: [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
+        name: owner.name,
+        uid: owner.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+  },
+  spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+});
+
+const hasGate = (body: string, gate: string): boolean =>
+  (
+    (JSON.parse(body) as { spec?: { schedulingGates?: { name: string }[] } }).spec?.schedulingGates ?? []
+  ).some((g) => g.name === gate);
+
+/** kube-apiserver's counters the peer's figures are made of. */
+interface ServerCounters {
+  /** Seconds and calls kube-apiserver waited for each Kueue Pod webhook. */
+  webhookSeconds: Record<string, number>;
+  webhookCalls: Record<string, number>;
+  /** Requests dispatched in flow schema service-accounts (the peer's, while it is the only such client). */
+  serviceAccountRequests: number;
+  workloadCreates: number;
+}
+
+async function serverCounters(api: AdminApi): Promise<ServerCounters> {
+  const text = (await api.raw('GET', '/metrics')).body;
+  const webhookSeconds: Record<string, number> = {};
+  const webhookCalls: Record<string, number> = {};
+  for (const [key, w] of Object.entries(KUEUE_POD_WEBHOOKS)) {
+    const name = `name="${w.name}"`;
+    webhookSeconds[key] = metricSum(text, 'apiserver_admission_webhook_admission_duration_seconds_sum', name);
+    webhookCalls[key] = metricSum(text, 'apiserver_admission_webhook_admission_duration_seconds_count', name);
+  }
+  return {
+    webhookSeconds,
+    webhookCalls,
+    serviceAccountRequests: metricSum(
+      text,
+      'apiserver_flowcontrol_dispatched_requests_total',
+      'flow_schema="service-accounts"',
+    ),
+    workloadCreates: metricSum(text, 'apiserver_request_total', 'verb="POST"', 'resource="workloads"'),
+  };
+}
+
+/**
+ * The peer's classes at `opts`' rates and windows, each against its no-webhook baseline in the same run
+ * (modes alternating per class, as ours). Expects our operator stopped and its configurations deleted.
+ * Figures are keyed `<class>_<peer|none>_r<rate>_<figure>` and `<class>_r<rate>_added_p50_ms`/`_p99_ms`;
+ * a failure is reported in `kueue_failed` instead of failing the benchmark.
+ */
+export async function benchKueuePeer(
+  c: { cluster: OperatorCluster; api: AdminApi; kueue: KueueBinary; opts: PodAdmissionBenchOptions },
+  log: (msg: string) => void,
+): Promise<Figures> {
+  const { cluster, api, opts } = c;
+  const out: Figures = { kueue_version: c.kueue.version, kueue_deviations: KUEUE_DEVIATIONS };
+  let peer: KueuePeer | undefined;
+  try {
+    const owners = {} as Record<PeerClass, Owner>;
+    for (const cls of PEER_CLASSES) {
+      const { namespace, deployment } = PEER_WHERE[cls];
+      await cluster.t.createNamespace(namespace);
+      const d = await cluster.apps.createNamespacedDeployment({
+        namespace,
+        body: appDeployment(deployment, 0),
+      });
+      owners[cls] = await eventually(
+        async (): Promise<Owner> => {
+          const list = await cluster.apps.listNamespacedReplicaSet({ namespace });
+          const rs = list.items.find((r) =>
+            r.metadata?.ownerReferences?.some((o) => o.controller && o.uid === d.metadata?.uid),
+          );
+          const { name, uid } = rs?.metadata ?? {};
+          if (!name || !uid) throw new Error(`no ReplicaSet of Deployment ${namespace}/${deployment} yet`);
+          return { name, uid, labels: rs?.spec?.template?.metadata?.labels ?? {} };
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+    }
+    const kueue = await KueuePeer.install(cluster.t, c.kueue, {
+      managedNamespaces: [PEER_WHERE.kueue_managed.namespace],
+      log,
+    });
+    peer = kueue;
+    out.kueue_pod_webhooks = kueue.podWebhooks();
+    out.kueue_configuration = `integrations.frameworks [pod]; managedJobsNamespaceSelector kubernetes.io/metadata.name In [${PEER_WHERE.kueue_managed.namespace}]; ClusterQueue stopPolicy Hold (admits nothing); the rest as shipped (clientConnection qps 50, burst 100; leader election on; internal cert management)`;
+
+    let probes = 0;
+    /** Whether a Pod of the managed namespace comes back gated by Kueue now. */
+    const gatedProbe = async (): Promise<boolean> => {
+      const { namespace } = PEER_WHERE.kueue_managed;
+      const name = `kueue-probe-${++probes}`;
+      const body = {
+        metadata: { name, labels: { [QUEUE_LABEL]: LOCAL_QUEUE } },
+        spec: { containers: [{ name: 'app', image: 'registry.example.com/app:1' }] },
+      };
+      const r = await api.raw('POST', `/api/v1/namespaces/${namespace}/pods`, body);
+      if (r.status !== 201) throw new Error(`kueue probe Pod: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+      await api.raw('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}?gracePeriodSeconds=0`);
+      return hasGate(r.body, KUEUE_GATE);
+    };
+    let mode = 'none' as PeerMode;
+    let started = 0;
+    const switchTo = async (m: PeerMode): Promise<void> => {
+      if (m === mode) return;
+      const t0 = Date.now();
+      if (m === 'peer') {
+        await kueue.start();
+        await eventually(() => gatedProbe(), { timeoutMs: 60_000, intervalMs: 200 });
+        started++;
+        log(`pod-admission: kueue started and gating in ${Date.now() - t0} ms (log ${kueue.logPath})`);
+      } else {
+        await kueue.stop();
+        // kube-apiserver sees the deletion through its informer, a moment later.
+        await eventually(async () => !(await gatedProbe()), { timeoutMs: 30_000, intervalMs: 200 });
+      }
+      mode = m;
+    };
+
+    const removePods = async (cls: PeerClass): Promise<void> => {
+      const { namespace } = PEER_WHERE[cls];
+      const base = `/api/v1/namespaces/${namespace}/pods?labelSelector=${BENCH_LABEL}%3D${cls}`;
+      await api.raw('DELETE', `${base}&gracePeriodSeconds=0`);
+      // Kueue's Pods carry its finalizer until its Pod reconciler lets them go; their Workloads follow.
+      const workloads = `/apis/kueue.x-k8s.io/v1beta2/namespaces/${namespace}/workloads?limit=1`;
+      await eventually(
+        async () =>
+          (JSON.parse((await api.raw('GET', `${base}&limit=1`)).body) as { items: unknown[] }).items
+            .length === 0 &&
+          (JSON.parse((await api.raw('GET', workloads)).body) as { items?: unknown[] }).items?.length === 0,
+        { timeoutMs: PEER_CLEANUP_MS, intervalMs: 250 },
+      );
+    };
+
+    const cells = new Map<string, Figures>();
+    let serial = 0;
+    const cell = async (cls: PeerClass, m: PeerMode, rate: number, seconds: number): Promise<void> => {
+      const { namespace } = PEER_WHERE[cls];
+      const before = m === 'peer' ? await kueue.counters() : undefined;
+      const server0 = await serverCounters(api);
+      const tag = `${cls.replace('_', '')}-${m}-${rate}-${++serial}`;
+      let ungated = 0;
+      const r: OpenLoopResult = await openLoop(
+        { rate, seconds, warmupSeconds: opts.warmupSeconds },
+        async (i) => {
+          const res = await api.raw(
+            'POST',
+            `/api/v1/namespaces/${namespace}/pods`,
+            peerPod(cls, owners[cls], `${tag}-${i}`),
+          );
+          if (res.status !== 201) throw new Error(`HTTP ${res.status} ${res.body.slice(0, 200)}`);
+          if (m === 'peer' && PEER_WHERE[cls].queue && !hasGate(res.body, KUEUE_GATE)) ungated++;
+        },
+      );
+      const after = m === 'peer' ? await kueue.counters() : undefined;
+      const server1 = await serverCounters(api);
+      const posted = Math.round(rate * (seconds + opts.warmupSeconds));
+      const f: Figures = {
+        pods: r.sent,
+        p50_ms: percentile(r.latenciesMs, 50),
+        p99_ms: percentile(r.latenciesMs, 99),
+        max_ms: r.latenciesMs.at(-1) ?? Number.NaN,
+        errors: r.errors,
+        achieved_rate: r.achievedRate,
+        send_lag_p99_ms: r.sendLagP99Ms,
+      };
+      if (r.firstError !== undefined) f.first_error = r.firstError;
+      const cleanupStart = Date.now();
+      await removePods(cls);
+      if (before && after) {
+        const server2 = await serverCounters(api);
+        const end = await kueue.counters();
+        if (PEER_WHERE[cls].queue) f.pods_born_ungated = ungated;
+        for (const key of Object.keys(KUEUE_POD_WEBHOOKS) as (keyof typeof KUEUE_POD_WEBHOOKS)[]) {
+          const reviews = after.reviews[key] - before.reviews[key];
+          f[`${key}_reviews_per_pod`] = reviews / posted;
+          f[`${key}_server_ms_per_review`] =
+            ((after.reviewSeconds[key] - before.reviewSeconds[key]) / reviews) * 1000;
+          f[`${key}_apiserver_wait_ms_per_call`] =
+            ((server1.webhookSeconds[key]! - server0.webhookSeconds[key]!) /
+              (server1.webhookCalls[key]! - server0.webhookCalls[key]!)) *
+            1000;
+        }
+        f.kueue_cpu_ms_per_pod = ((after.cpuSeconds - before.cpuSeconds) / posted) * 1000;
+        f.kueue_cpu_ms_per_pod_until_cleaned = ((end.cpuSeconds - before.cpuSeconds) / posted) * 1000;
+        f.kueue_api_requests_per_pod =
+          (server1.serviceAccountRequests - server0.serviceAccountRequests) / posted;
+        f.kueue_api_requests_per_pod_until_cleaned =
+          (server2.serviceAccountRequests - server0.serviceAccountRequests) / posted;
+        f.workloads_created_per_pod = (server2.workloadCreates - server0.workloadCreates) / posted;
+        f.cleanup_seconds = (Date.now() - cleanupStart) / 1000;
+        f.kueue_rss_mib = end.rssMib;
+      }
+      cells.set(`${cls}_${m}_r${rate}`, f);
+      // Into the figures at once: a later failure of the peer keeps the windows it measured.
+      for (const [name, v] of Object.entries(f)) out[`${cls}_${m}_r${rate}_${name}`] = v;
+      log(`pod-admission: ${cls} ${m} ${rate}/s: ${JSON.stringify(f)}`);
+    };
+
+    for (const cls of PEER_CLASSES) {
+      const order: readonly PeerMode[] = mode === 'peer' ? ['peer', 'none'] : ['none', 'peer'];
+      for (const m of order) {
+        await switchTo(m);
+        for (let i = 0; i < opts.rates.length; i++) await cell(cls, m, opts.rates[i]!, opts.seconds[i]!);
+      }
+    }
+    await switchTo('none');
+    out.kueue_starts = started;
+    for (const cls of PEER_CLASSES)
+      for (const rate of opts.rates) {
+        const on = cells.get(`${cls}_peer_r${rate}`)!;
+        const off = cells.get(`${cls}_none_r${rate}`)!;
+        out[`${cls}_r${rate}_added_p50_ms`] = (on.p50_ms as number) - (off.p50_ms as number);
+        out[`${cls}_r${rate}_added_p99_ms`] = (on.p99_ms as number) - (off.p99_ms as number);
+      }
+    out.kueue_errors_total = [...cells.values()].reduce((s, f) => s + (f.errors as number), 0);
+  } catch (err) {
+    out.kueue_failed = err instanceof Error ? err.message : String(err);
+    log(`pod-admission: the Kueue peer failed: ${out.kueue_failed}`);
+  } finally {
+    await peer?.stop().catch(() => undefined);
+    await peer?.close();
+  }
+  return out;
 }

@@ -55,6 +55,49 @@ describe('performance-doc', () => {
     expect(out).toContain('_No `nodetaint` figures in this run._');
   });
 
+  it('renders the Kueue peer rows in the pod-admission table, with its time and the gap to ours', () => {
+    const block = '<!-- bench:pod-admission -->\nold\n<!-- /bench:pod-admission -->';
+    const cell = (p50: number, p99: number): Record<string, number> => ({
+      p50_ms: p50,
+      p99_ms: p99,
+      max_ms: p99 + 1,
+      errors: 0,
+      send_lag_p99_ms: 1,
+      mutate_server_ms_per_review: 0.8,
+      validate_server_ms_per_review: 0.6,
+      kueue_cpu_ms_per_pod: 2.5,
+    });
+    const figures: Record<string, number | string> = {
+      rates_pods_per_second: '50',
+      managed_r50_added_p99_ms: 700,
+      no_lease_r50_added_p99_ms: 500,
+      kueue_version: 'v0.17.0',
+      kueue_configuration: 'integrations.frameworks [pod]',
+    };
+    for (const [cls, on, off] of [
+      ['kueue_managed', cell(12, 70), cell(6, 25)],
+      ['kueue_outside', cell(10, 40), cell(5, 12)],
+    ] as const) {
+      for (const [k, v] of Object.entries(on)) figures[`${cls}_peer_r50_${k}`] = v;
+      for (const [k, v] of Object.entries(off)) figures[`${cls}_none_r50_${k}`] = v;
+      figures[`${cls}_r50_added_p50_ms`] = on.p50_ms! - off.p50_ms!;
+      figures[`${cls}_r50_added_p99_ms`] = on.p99_ms! - off.p99_ms!;
+    }
+    const out = renderDoc(block, run({ 'pod-admission': figures }));
+    expect(out).toContain(
+      '| Kueue v0.17.0: kueue_managed | 50 | 6 / 25 / 26 | 12 / 70 / 71 | 6 / **45** | 0 | 0 / 0 (informer cache) |',
+    );
+    expect(out).toContain('`managed` vs `kueue_managed`, 50/s: ours 700 ms, Kueue 45 ms (+655 ms)');
+    expect(out).toContain('`no_lease` vs `kueue_outside`, 50/s: ours 500 ms, Kueue 28 ms (+472 ms)');
+    const skipped = renderDoc(
+      block,
+      run({
+        'pod-admission': { rates_pods_per_second: '50', kueue_skipped: 'npm run kueue:build failed: x' },
+      }),
+    );
+    expect(skipped).toContain('_The Kueue peer was skipped: npm run kueue:build failed: x._');
+  });
+
   it('refuses a block it does not know', () => {
     expect(() => renderDoc('<!-- bench:nope -->\nx\n<!-- /bench:nope -->', run({}))).toThrow(/bench:nope/);
   });
