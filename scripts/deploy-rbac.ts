@@ -6,7 +6,7 @@
 //
 // Five layers, matching the kustomize base and components:
 //   base           every install: BerthLeases, WorkloadAdmission's reads, the registration of the webhook
-//                  configurations, leader election
+//                  configurations, the opt-in admission scope (its own role), leader election
 //   secureMetrics  `--metrics-secure` (on in every install, in the base too; a chart can leave it out):
 //                  the operator's reviews of each scrape, and the ClusterRole scrapers are bound to
 //   selfsigned     the CA Secret (the cert-manager install mounts cert-manager's Secret instead)
@@ -22,7 +22,7 @@ import type {
   V1RoleBinding,
 } from '@kubernetes/client-node';
 import { DEFAULT_CA_NAME } from '../certs/issue.ts';
-import { berthLeaseRbacObjects } from '../src/berth/rbac.ts';
+import { admissionScopeRules, berthLeaseRbacObjects } from '../src/berth/rbac.ts';
 import { RUN_FLAGS } from '../src/config.ts';
 import { DEFAULT_INJECTION_CONFIGURATION_NAME } from '../src/injection/configurations.ts';
 import { METRICS_ACCESS } from '../src/kube/metrics-auth.ts';
@@ -94,6 +94,9 @@ export interface RbacOptions {
   workloadAdmission?: boolean;
 }
 
+/** The ClusterRole of the opt-in admission scope (src/berth/rbac.ts `admissionScopeRules`). */
+export const ADMISSION_SCOPE_ROLE = 'berth-operator-admission-scope';
+
 /** The base layer: the objects every install has. */
 export function baseRbac({ workloadAdmission = true }: RbacOptions = {}): RbacObject[] {
   const berth = berthLeaseRbacObjects({
@@ -114,9 +117,12 @@ export function baseRbac({ workloadAdmission = true }: RbacOptions = {}): RbacOb
       OPERATOR_NAMESPACE,
     ),
   ];
+  // The opt-in scope's role stands alone, so that the cluster-wide mode (the kustomize component
+  // all-namespaces, the chart's workloadManagement.admissionScope=all) can leave it out.
+  const scope = role(ADMISSION_SCOPE_ROLE, 'admission-scope', [...admissionScopeRules]);
   return [
     ...berth,
-    ...(workloadAdmission ? admission : []),
+    ...(workloadAdmission ? [...admission, ...scope] : []),
     // src/kube/leader.ts: read, create when absent, renew/take over/release by update, and a candidate's
     // watch of that one Lease (list/watch with fieldSelector metadata.name, authorized by resourceNames).
     ...role(

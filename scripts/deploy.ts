@@ -11,11 +11,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import type { WebhookConfigurationParams } from '../webhooks/configurations.ts';
+import { namespaceWritesPolicy } from '../src/berth/rbac.ts';
 import {
   type DroppedRule,
+  labels,
   OPERATOR_NAMESPACE,
   type RbacObject,
   rbacLayers,
+  SERVICE_ACCOUNT,
   WEBHOOK_CONFIGURATION_NAME,
 } from './deploy-rbac.ts';
 import { chartSources } from './helm-chart.ts';
@@ -82,6 +85,19 @@ export function generatedSources(): Map<string, string> {
     [
       'kustomize/components/injection/rbac.generated.yaml',
       rbacFile('scripts/deploy-rbac.ts (the injection webhook configurations)', rbac.injection),
+    ],
+    [
+      'kustomize/base/admission-scope-policy.generated.yaml',
+      yamlDocuments(
+        [
+          `${GENERATED.slice(2)} src/berth/rbac.ts (namespaceWritesPolicy); do not edit.`,
+          "The operator's namespace patch right adds the workload admission scope label and nothing else.",
+        ],
+        namespaceWritesPolicy(`system:serviceaccount:${OPERATOR_NAMESPACE}:${SERVICE_ACCOUNT}`).map((o) => ({
+          ...o,
+          metadata: { ...o.metadata, labels: labels('admission-scope') },
+        })),
+      ),
     ],
     // The Helm chart's RBAC and CRD, from the same builders.
     ...chartSources(),

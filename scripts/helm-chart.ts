@@ -26,6 +26,8 @@ export const CHART_DIR = 'helm/berth-operator';
 
 const COMPONENT = 'app.kubernetes.io/component';
 const WORKLOAD_MANAGEMENT = '.Values.workloadManagement.enabled';
+/** `--workload-admission-scope`: opt-in (default) or all. */
+const ADMISSION_SCOPE = '.Values.workloadManagement.admissionScope';
 /** The webhook server runs (and needs its certificate) for workload admission or helper injection. */
 const WEBHOOKS = `(or ${WORKLOAD_MANAGEMENT} .Values.injection.enabled)`;
 
@@ -74,6 +76,8 @@ function partCondition(o: RbacObject): string | undefined {
     case 'berthlease-controller':
     case 'workload-admission':
       return undefined;
+    case 'admission-scope':
+      return `(eq ${ADMISSION_SCOPE} "opt-in")`;
     case 'leader-election':
       return '(or .Values.leaderElection.enabled .Values.rbac.leaderElection)';
     case 'webhook-certificates':

@@ -5,7 +5,8 @@
 // Cost: a Pod without a controller owner, or owned by a kind that cannot be managed, and a Job without an
 // owner, are decided without any read. A root object (Deployment, CronJob, ...) without an owner costs one
 // LIST (limit=1) when its namespace holds no BerthLease. An owned object is always walked: one GET per
-// owner, then the namespace's leases.
+// owner, its root matched against the BerthLease informer's view (docs/admission.md, "Cached lease
+// lookups"), or a LIST until that has synced.
 import { AdmissionMessage, MANAGED_LEASE, MANAGED_UID } from '../src/berth/api.ts';
 import { describeError, statusOf } from '../src/kube/client.ts';
 import { KINDS, type Workload } from '../src/workloads/model.ts';

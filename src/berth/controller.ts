@@ -214,7 +214,7 @@ export class BerthLeaseController {
     return this.#built.stop(grace);
   }
 
-  /** The cache on every replica (`berthlease-cache`), the controller on the elected leader only. */
+  /** The caches on every replica (`berthlease-cache`, `-caches` with the scope's namespaces), the controller on the leader only. */
   runnables(): [Runnable, Runnable] {
     return this.#built.runnables();
   }

@@ -3,8 +3,14 @@
 // (resourceVersion-guarded merge patch), replaces their status, and records Events about them. The Go
 // chart also grants `update` on berthleases and `get`/`patch` on the status; nothing here uses them.
 // The managed-workload path adds its own rules (`managedWorkloadRules`: targets, owners, Pods, Jobs).
-import type { V1ClusterRole, V1ClusterRoleBinding, V1PolicyRule } from '@kubernetes/client-node';
-import { GROUP, PLURAL } from './api.ts';
+import type {
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1PolicyRule,
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
+import { GROUP, PLURAL, SCOPE_ENABLED, SCOPE_LABEL } from './api.ts';
 
 export const berthLeaseRules: readonly V1PolicyRule[] = [
   { apiGroups: [GROUP], resources: [PLURAL], verbs: ['get', 'list', 'watch', 'patch'] },
@@ -59,11 +65,11 @@ export function berthLeaseRbacObjects(options: {
   labels?: Record<string, string>;
   /** Include `managedWorkloadRules` (workload admission enabled). Default false. */
   managedWorkloads?: boolean;
-  /** Include `admissionScopeRules` too (the opt-in scope). Default: as `managedWorkloads`. */
+  /** Include `admissionScopeRules` too (the opt-in scope; the installs give them a role of their own). */
   admissionScope?: boolean;
 }): [V1ClusterRole, V1ClusterRoleBinding] {
   const managed = options.managedWorkloads === true;
-  const scoped = managed && (options.admissionScope ?? true);
+  const scoped = managed && options.admissionScope === true;
   const metadata = {
     name: options.name,
     ...(options.labels === undefined ? {} : { labels: { ...options.labels } }),
@@ -85,6 +91,68 @@ export function berthLeaseRbacObjects(options: {
       metadata: { ...metadata },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: options.name },
       subjects: [{ kind: 'ServiceAccount', ...options.serviceAccount }],
+    },
+  ];
+}
+
+/** The admission policy that narrows the operator's namespace `patch` (installs; docs/admission.md). */
+export const NAMESPACE_WRITES_POLICY = 'berth-operator-namespace-writes';
+
+/** CEL: whether `field` of metadata is the same on both sides (absent on both counts as the same). */
+const unchanged = (field: string): string =>
+  `has(object.metadata.${field}) == has(oldObject.metadata.${field}) && (!has(object.metadata.${field}) || object.metadata.${field} == oldObject.metadata.${field})`;
+
+/**
+ * A ValidatingAdmissionPolicy and its binding that let `username` (the operator) change a namespace in one
+ * way only: add the scope label with its value. RBAC cannot narrow `patch` to one label, and the right to
+ * relabel every namespace would otherwise include removing, say, a Pod Security label. Evaluated by
+ * kube-apiserver itself: nothing of the operator needs to run for it.
+ */
+export function namespaceWritesPolicy(
+  username: string,
+): [V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding] {
+  const S = JSON.stringify(SCOPE_LABEL).replaceAll('"', "'");
+  const labels = 'object.metadata.labels';
+  const oldLabels = 'oldObject.metadata.labels';
+  const message = `the operator may only add the label ${SCOPE_LABEL}=${SCOPE_ENABLED} to a namespace`;
+  const validations = [
+    // An empty subresource is absent from the request.
+    `!has(request.subResource) || request.subResource == ''`,
+    // Every label it keeps or adds is as it was, but the scope label, which can only say enabled.
+    `!has(${labels}) || ${labels}.all(k, k == ${S} ? ${labels}[k] == '${SCOPE_ENABLED}' : (has(${oldLabels}) && k in ${oldLabels} && ${oldLabels}[k] == ${labels}[k]))`,
+    // None is removed.
+    `!has(${oldLabels}) || ${oldLabels}.all(k, has(${labels}) && k in ${labels})`,
+    unchanged('annotations'),
+    unchanged('finalizers'),
+    unchanged('ownerReferences'),
+    'has(object.spec) == has(oldObject.spec) && (!has(object.spec) || object.spec == oldObject.spec)',
+  ].map((expression) => ({ expression, message }));
+  return [
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: NAMESPACE_WRITES_POLICY },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: [''],
+              apiVersions: ['v1'],
+              operations: ['UPDATE'],
+              resources: ['namespaces', 'namespaces/status', 'namespaces/finalize'],
+            },
+          ],
+        },
+        matchConditions: [{ name: 'the-operator', expression: `request.userInfo.username == '${username}'` }],
+        validations,
+      },
+    },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: NAMESPACE_WRITES_POLICY },
+      spec: { policyName: NAMESPACE_WRITES_POLICY, validationActions: ['Deny'] },
     },
   ];
 }

@@ -4,8 +4,10 @@
 // image ships it, in its own process, serving them) and with none registered, on a control plane with
 // KWOK Nodes (OperatorCluster). Classes, each a Pod owned by the live ReplicaSet of a Deployment (the
 // Deployment controller made it; the bench POSTs Pods naming it, as the ReplicaSet controller would):
-//   no_lease      the Deployment's namespace holds no BerthLease
-//   beside_lease  the namespace holds a BerthLease, for another Deployment
+//   outside_scope the Deployment's namespace is outside the opt-in admission scope (not labelled): kube-apiserver
+//                 does not call our webhooks at all (its apiserver_admission_webhook_request_total for them is
+//                 counted per window to show it)
+//   in_scope      the namespace is in the scope and holds a BerthLease, for another Deployment
 //   managed       the BerthLease targets this Deployment: the Pod is stamped and born gated
 // The managed lease is held by another cluster at the central server (a quiet standby: the operator writes
 // nothing and lifts no gate), so the operator's work during a window is admission and nothing else. Every
@@ -28,7 +30,13 @@
 import { join } from 'node:path';
 import type { KueueBinary } from '../../hack/kueue/build.ts';
 import { build } from '../../scripts/build.ts';
-import { MUTATE_WORKLOADS_PATH, SCHEDULING_GATE, VALIDATE_WORKLOADS_PATH } from '../../src/berth/api.ts';
+import {
+  MUTATE_WORKLOADS_PATH,
+  MUTATE_WORKLOADS_WEBHOOK,
+  SCHEDULING_GATE,
+  VALIDATE_WORKLOADS_PATH,
+  VALIDATE_WORKLOADS_WEBHOOK,
+} from '../../src/berth/api.ts';
 import { startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -68,7 +76,7 @@ export interface PodAdmissionBenchOptions {
   peer?: boolean;
 }
 
-export const CLASSES = ['no_lease', 'beside_lease', 'managed'] as const;
+export const CLASSES = ['outside_scope', 'in_scope', 'managed'] as const;
 type PodClass = (typeof CLASSES)[number];
 type Mode = 'webhooks' | 'none';
 
@@ -86,8 +94,8 @@ const DEFAULT_LEADER_ELECTION = [
 ];
 
 const where: Record<PodClass, { namespace: string; deployment: string }> = {
-  no_lease: { namespace: PLAIN_NS, deployment: 'plain' },
-  beside_lease: { namespace: NS, deployment: 'beside' },
+  outside_scope: { namespace: PLAIN_NS, deployment: 'plain' },
+  in_scope: { namespace: NS, deployment: 'beside' },
   managed: { namespace: NS, deployment: LEASE },
 };
 
@@ -301,6 +309,7 @@ export async function benchPodAdmission(
      * sends requests here), as a sum and a count of seconds from the server's /metrics.
      */
     const apfWait = async (): Promise<{
+      webhookCalls: number;
       sum: number;
       count: number;
       rejected: number;
@@ -322,7 +331,13 @@ export async function benchPodAdmission(
             ),
           0,
         );
+      // kube-apiserver's calls of our two workload webhooks, answered or not.
+      const calls = [MUTATE_WORKLOADS_WEBHOOK, VALIDATE_WORKLOADS_WEBHOOK].reduce(
+        (n, name) => n + metricSum(text, 'apiserver_admission_webhook_request_total', `name="${name}"`),
+        0,
+      );
       return {
+        webhookCalls: calls,
         sum: metricSum(text, 'apiserver_flowcontrol_request_wait_duration_seconds_sum', schema),
         count: metricSum(text, 'apiserver_flowcontrol_request_wait_duration_seconds_count', schema),
         rejected: metricSum(text, 'apiserver_flowcontrol_rejected_requests_total', schema),
@@ -361,6 +376,7 @@ export async function benchPodAdmission(
         send_lag_p99_ms: r.sendLagP99Ms,
       };
       if (r.firstError !== undefined) f.first_error = r.firstError;
+      f.apiserver_webhook_calls_per_pod = (apf1.webhookCalls - apf0.webhookCalls) / posted;
       if (before && after) {
         for (const key of Object.keys(WEBHOOKS)) {
           const reviews = after.reviews[key]! - before.reviews[key]!;
@@ -428,11 +444,28 @@ export async function benchPodAdmission(
     out.errors_total = errors;
     const rate = opts.rates.includes(GOAL_RATE) ? GOAL_RATE : opts.rates[Math.floor(opts.rates.length / 2)]!;
     const added = (cls: PodClass): number => out[`${cls}_r${rate}_added_p99_ms`] as number;
-    const judged = (ok: boolean): string => (ok && errors === 0 ? 'met' : 'missed');
-    out[`target_added_p99_outside_managed_r${rate}_at_most_3_ms`] = judged(
-      Math.max(added('no_lease'), added('beside_lease')) <= 3,
+    // Each goal is judged on its own class's windows (issue #33: "every window without errors").
+    const classErrors = (cls: PodClass): number =>
+      opts.rates.reduce(
+        (n, r) =>
+          n +
+          (cells.get(`${cls}_webhooks_r${r}`)!.errors as number) +
+          (cells.get(`${cls}_none_r${r}`)!.errors as number),
+        0,
+      );
+    const judged = (cls: PodClass, ok: boolean): string => (ok && classErrors(cls) === 0 ? 'met' : 'missed');
+    const outsideCalls = opts.rates.reduce(
+      (n, r) => n + (cells.get(`outside_scope_webhooks_r${r}`)!.apiserver_webhook_calls_per_pod as number),
+      0,
     );
-    out[`target_added_p99_managed_r${rate}_at_most_8_ms`] = judged(added('managed') <= 8);
+    out.outside_scope_apiserver_webhook_calls = outsideCalls;
+    out.target_outside_scope_no_review_reaches_the_operator = outsideCalls === 0 ? 'met' : 'missed';
+    out[`target_added_p99_outside_scope_r${rate}_at_most_5_ms`] = judged(
+      'outside_scope',
+      added('outside_scope') <= 5,
+    );
+    out[`target_added_p99_in_scope_r${rate}_at_most_100_ms`] = judged('in_scope', added('in_scope') <= 100);
+    out[`target_added_p99_managed_r${rate}_at_most_150_ms`] = judged('managed', added('managed') <= 150);
     // A count, not a latency: judged whatever the errors of the faster windows.
     out.target_managed_at_most_2_api_reads_per_review =
       Math.max(

@@ -89,6 +89,7 @@ export class E2eOperator {
       name: o.prefix,
       serviceAccount: subject,
       managedWorkloads: true,
+      admissionScope: true,
     });
     const admissionName = `${o.prefix}-admission`;
     const admissionRules = [

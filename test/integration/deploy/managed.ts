@@ -15,6 +15,7 @@ import { kubectlOk } from './install.ts';
 import {
   admission,
   admissionAnswers,
+  admissionScope,
   berthLease,
   caBundles,
   caCertificate,
@@ -155,6 +156,7 @@ export const SCENARIOS: readonly Scenario[] = [
   berthLease,
   nodeTaintGuard,
   admission,
+  admissionScope,
   caReplacement,
   managedWorkloads,
 ];

@@ -21,6 +21,7 @@ import {
   type V1ObjectMeta,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { WEBHOOK_SERVICE_NAME } from '../../../scripts/deploy.ts';
 import {
   AGENT_NAMESPACE,
   CA_SECRET_NAME,
@@ -32,21 +33,30 @@ import {
 } from '../../../scripts/deploy-rbac.ts';
 import { deployPath, type ManifestObject } from '../../../scripts/install-manifest.ts';
 import {
+  AdmissionScope,
   GROUP,
+  inAdmissionScope,
   LeaseState,
   MANAGED_LEASE,
+  MANAGED_UID,
   PLURAL,
   SCHEDULING_GATE,
+  SCOPE_LABEL,
   VERSION,
 } from '../../../src/berth/api.ts';
 import { DEFAULT_TAINT_KEY } from '../../../src/nodetaint/config.ts';
 import { REARM_EVENT_REASON } from '../../../src/nodetaint/index.ts';
+import {
+  mutatingWebhookConfiguration,
+  validatingWebhookConfiguration,
+} from '../../../webhooks/configurations.ts';
+import { DeploymentBuilder } from '../../builders/deployment.ts';
 import { JobBuilder } from '../../builders/job.ts';
 import { NodeBuilder } from '../../builders/node.ts';
 import { PodBuilder } from '../../builders/pod.ts';
 import { apiFailure, apiOutcome, mergePatch } from '../../helpers/api.ts';
 import type { ApiProxy } from '../../helpers/api-proxy.ts';
-import type { TestCluster } from '../../helpers/cluster.ts';
+import { IN_SCOPE, type TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { scrape } from '../../helpers/scrape.ts';
 import { kubectlOk } from './install.ts';
@@ -144,9 +154,14 @@ export async function operatorContext(
   };
 }
 
-export async function createNamespace(ctx: ScenarioContext, prefix: string): Promise<string> {
+/** A namespace of this run, in the opt-in admission scope unless told otherwise. */
+export async function createNamespace(
+  ctx: ScenarioContext,
+  prefix: string,
+  labels: Record<string, string> = IN_SCOPE,
+): Promise<string> {
   const name = `${prefix}-${ctx.run}`;
-  await ctx.t.createNamespace(name);
+  await ctx.t.createNamespace(name, labels);
   return name;
 }
 
@@ -500,6 +515,59 @@ export const admission: Scenario = {
         throw new Error('readiness does not check the webhook configurations');
       await admissionAnswers(ctx);
       await admitWorkloads(ctx, namespace);
+    });
+  },
+};
+
+/**
+ * The switch from a cluster-wide registration (an older install, or the Go operator's) to the opt-in scope:
+ * a namespace holding a stamped object but not the label is labelled by the leader before it narrows the
+ * selectors (the namespace patch the install's admission policy allows), and may then not leave the scope
+ * (the guard's live LISTs, as the operator).
+ */
+export const admissionScope: Scenario = {
+  name: 'admission-scope',
+  async run(ctx) {
+    const apps = ctx.t.kc.makeApiClient(AppsV1Api);
+    const core = ctx.t.kc.makeApiClient(CoreV1Api);
+    const configs = ctx.t.kc.makeApiClient(AdmissionregistrationV1Api);
+    const namespace = await createNamespace(ctx, 'legacy', {});
+    // What a cluster-wide admission left behind in a namespace that never opted in.
+    await apps.createNamespacedDeployment({
+      namespace,
+      body: new DeploymentBuilder('old')
+        .replicas(0)
+        .labels({ [MANAGED_UID]: 'uid-of-a-lease' })
+        .annotations({ [MANAGED_LEASE]: 'old', [MANAGED_UID]: 'uid-of-a-lease' })
+        .containers(MAIN_CONTAINER)
+        .obj(),
+    });
+    // The configurations as the cluster-wide mode registered them.
+    const params = {
+      namespace: OPERATOR_NS,
+      serviceName: WEBHOOK_SERVICE_NAME,
+      name: WEBHOOK_CONFIGURATION_NAME,
+      scope: AdmissionScope.All,
+    };
+    await ignoreNotFound(configs.deleteMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME }));
+    await ignoreNotFound(configs.deleteValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME }));
+    await configs.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(params) });
+    await configs.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(params) });
+    await withOperator(ctx, withCentral(ctx), async () => {
+      await waitFor(ctx, 'the namespace labelled into the scope', async () =>
+        inAdmissionScope((await core.readNamespace({ name: namespace })).metadata?.labels),
+      );
+      await waitFor(
+        ctx,
+        'the selectors narrowed to the scope',
+        async () =>
+          (await configs.readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME })).webhooks?.[0]
+            ?.namespaceSelector?.matchExpressions?.length === 2,
+        30_000,
+      );
+      const leaving = await ctx.t.kubectl(['label', 'namespace', namespace, `${SCOPE_LABEL}-`]);
+      if (!leaving.stderr.includes(`holds Deployment "old", managed for BerthLease "old"`))
+        throw new Error(`the namespace left the scope: ${leaving.stderr || leaving.stdout}`);
     });
   },
 };

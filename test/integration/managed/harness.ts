@@ -152,6 +152,7 @@ export class ManagedCluster {
         name: 'berth-operator',
         serviceAccount: { namespace: OPERATOR_NS, name: SERVICE_ACCOUNT },
         managedWorkloads: true,
+        admissionScope: true,
       });
       await rbac.createClusterRole({ body: role });
       await rbac.createClusterRoleBinding({ body: binding });

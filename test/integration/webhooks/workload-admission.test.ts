@@ -145,6 +145,7 @@ beforeAll(async () => {
     name: 'berth-operator',
     serviceAccount: { namespace: OPERATOR_NS, name: OPERATOR_SA },
     managedWorkloads: true,
+    admissionScope: true,
   });
   await rbac.createClusterRole({ body: role });
   await rbac.createClusterRoleBinding({ body: binding });

@@ -70,7 +70,7 @@ describe('performance-doc', () => {
     const figures: Record<string, number | string> = {
       rates_pods_per_second: '50',
       managed_r50_added_p99_ms: 700,
-      no_lease_r50_added_p99_ms: 500,
+      outside_scope_r50_added_p99_ms: 500,
       kueue_version: 'v0.17.0',
       kueue_configuration: 'integrations.frameworks [pod]',
     };
@@ -88,7 +88,7 @@ describe('performance-doc', () => {
       '| Kueue v0.17.0: kueue_managed | 50 | 6 / 25 / 26 | 12 / 70 / 71 | 6 / **45** | 0 | 0 / 0 (informer cache) |',
     );
     expect(out).toContain('`managed` vs `kueue_managed`, 50/s: ours 700 ms, Kueue 45 ms (+655 ms)');
-    expect(out).toContain('`no_lease` vs `kueue_outside`, 50/s: ours 500 ms, Kueue 28 ms (+472 ms)');
+    expect(out).toContain('`outside_scope` vs `kueue_outside`, 50/s: ours 500 ms, Kueue 28 ms (+472 ms)');
     const skipped = renderDoc(
       block,
       run({
