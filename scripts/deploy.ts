@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import type { WebhookConfigurationParams } from '../webhooks/configurations.ts';
 import { namespaceWritesPolicy } from '../src/berth/rbac.ts';
+import type { WebhookConfigurationParams } from '../webhooks/configurations.ts';
 import {
   type DroppedRule,
   labels,

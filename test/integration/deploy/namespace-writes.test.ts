@@ -26,7 +26,13 @@ beforeAll(async () => {
   await rbac.createClusterRole({
     body: {
       metadata: { name: OPERATOR },
-      rules: [{ apiGroups: [''], resources: ['namespaces', 'namespaces/status'], verbs: ['get', 'patch', 'update'] }],
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['namespaces', 'namespaces/status'],
+          verbs: ['get', 'patch', 'update'],
+        },
+      ],
     },
   });
   await rbac.createClusterRoleBinding({
