@@ -6,10 +6,17 @@
 import { createWriteStream } from 'node:fs';
 import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { type ControlPlane, kubeconfigYaml, startControlPlane } from '../hack/controlplane/controlplane.ts';
 import { routeServiceHere, type ServiceRoute } from '../hack/controlplane/service-route.ts';
-import { GROUP, PLURAL, VERSION } from '../src/berth/api.ts';
+import { GROUP, optInCommand, PLURAL, SCOPE_ENABLED, SCOPE_LABEL, VERSION } from '../src/berth/api.ts';
 import { type CentralServer, startCentralServer } from '../src/central/server.ts';
 import { parseFlags } from '../src/cli.ts';
 import { parseRunConfig } from '../src/config.ts';
@@ -62,6 +69,9 @@ export interface LocalSystem {
 async function readInstallObjects(): Promise<ManifestObject[]> {
   return (await readInstall('install.yaml')).objects;
 }
+
+/** Where the quickstart's samples go (kubectl's default namespace), opted in to the admission scope. */
+const DEMO_NAMESPACE = 'default';
 
 async function applyInstall(kc: KubeConfig): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(kc);
@@ -138,6 +148,13 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
     admin.loadFromString(cp.kubeconfig);
     log('local system: applying deploy/install.yaml (without its Deployment and PodDisruptionBudget)');
     await applyInstall(admin);
+    // As a cluster admin opts a namespace in: the samples go to `default`.
+    await admin
+      .makeApiClient(CoreV1Api)
+      .patchNamespace(
+        { name: DEMO_NAMESPACE, body: { metadata: { labels: { [SCOPE_LABEL]: SCOPE_ENABLED } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
     central = await startCentralServer({ logger: logger.child({ component: 'central' }) });
     // The install's own configuration (the Deployment's arguments and environment, as the kubelet would
     // build it), with what differs for a process on this machine instead of a Pod.
@@ -214,6 +231,8 @@ export function quickstart(system: Pick<LocalSystem, 'kubeconfigPath' | 'logPath
   return [
     `berth-operator is running on a local Kubernetes ${system.controlPlane.versions.kubernetes} control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK Nodes), with the central lease server and the operator (webhooks + controllers).`,
     `operator log: ${system.logPath}`,
+    '',
+    `Namespace ${DEMO_NAMESPACE} is in the workload admission scope (\`${optInCommand(DEMO_NAMESPACE)}\`, done for you); other namespaces are not reviewed.`,
     '',
     'Try it:',
     `  export KUBECONFIG=${system.kubeconfigPath}`,

@@ -79,10 +79,12 @@ describe('npm start without a cluster', () => {
   it('prints the kubeconfig and what to try', () => {
     expect(stdout).toContain(`export KUBECONFIG=${kubeconfig}`);
     expect(stdout).toContain('kubectl apply -f deploy/samples/deployment/');
+    expect(stdout).toContain('Namespace default is in the workload admission scope');
   });
 
   it('serves kubectl generators and the install', async () => {
     await ok(['create', 'namespace', 'try-it']);
+    await ok(['label', 'namespace', 'try-it', 'berth.skaphos.io/workload-admission=enabled']);
     await ok(['-n', 'try-it', 'create', 'configmap', 'x', '--from-literal=a=b']);
     expect(await ok(['-n', 'berth-system', 'get', 'serviceaccount', 'berth-operator', '-o', 'name'])).toBe(
       'serviceaccount/berth-operator\n',

@@ -14,7 +14,7 @@ import { CERT_MANAGER_CERTIFICATE } from '../../../scripts/deploy.ts';
 import { WEBHOOK_CONFIGURATION_NAME } from '../../../scripts/deploy-rbac.ts';
 import { find, type ManifestObject, readInstall } from '../../../scripts/install-manifest.ts';
 import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
-import { TestCluster } from '../../helpers/cluster.ts';
+import { IN_SCOPE, TestCluster } from '../../helpers/cluster.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 import { applyInstall, kubectlOk, withoutOperatorPods } from './install.ts';
 import {
@@ -104,7 +104,7 @@ describe('deploy/install-cert-manager.yaml with RBAC enforced', () => {
       api.readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME }),
     ).rejects.toThrow();
     const ctx = await operatorContext(t, install, proxy, central.url);
-    await t.createNamespace('apps-1');
+    await t.createNamespace('apps-1', IN_SCOPE);
     // Only the cert dir differs from the Deployment: the Secret's mount point is not writable here.
     await withOperator(ctx, { ...withCentral(ctx), BERTH_CERT_DIR: certDir }, async (op) => {
       await waitFor(ctx, 'the replica ready', () => op.ready());
@@ -117,10 +117,9 @@ describe('deploy/install-cert-manager.yaml with RBAC enforced', () => {
         const v = await api
           .readValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION_NAME })
           .catch(() => undefined);
-        return (
-          [...(m?.webhooks ?? []), ...(v?.webhooks ?? [])].filter((w) => w.clientConfig.caBundle === caBundle)
-            .length === 2
-        );
+        // Two workload webhooks and the opt-in scope's two guards.
+        const hooks = [...(m?.webhooks ?? []), ...(v?.webhooks ?? [])];
+        return hooks.length === 4 && hooks.every((w) => w.clientConfig.caBundle === caBundle);
       });
       await admissionAnswers(ctx);
       await admitWorkloads(ctx, 'apps-1');

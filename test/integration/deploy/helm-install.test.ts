@@ -21,7 +21,7 @@ import { deployPath, type ManifestObject, parseManifests } from '../../../script
 import { GROUP, LeaseState, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
 import { apiOutcome } from '../../helpers/api.ts';
 import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
-import { TestCluster } from '../../helpers/cluster.ts';
+import { IN_SCOPE, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { CHART, Helm } from '../../helpers/helm.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
@@ -161,7 +161,7 @@ describe('helm install, upgrade and uninstall', () => {
       },
     ]);
     await helm.ok(['install', RELEASE, CHART, '-n', NAMESPACE, ...values], kubeconfig());
-    await t.createNamespace(APPS);
+    await t.createNamespace(APPS, IN_SCOPE);
     const op = await operator();
     try {
       await waitFor(ctx, 'the replica ready', () => op.ready(), 30_000);
@@ -237,7 +237,8 @@ describe('helm install, upgrade and uninstall', () => {
           Buffer.from(w.clientConfig.caBundle ?? '', 'base64')
             .toString('utf8')
             .trim() === ca.cert.trim();
-        return hooks.length === 2 && hooks.every(trusted);
+        // Two workload webhooks and the opt-in scope's two guards.
+        return hooks.length === 4 && hooks.every(trusted);
       });
       await admissionAnswers(ctx);
       await managedDeploymentRuns();

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_CONFIGURATION_NAME } from '../../../scripts/deploy-rbac.ts';
 import { type ManifestObject, readInstall } from '../../../scripts/install-manifest.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
-import { TestCluster } from '../../helpers/cluster.ts';
+import { IN_SCOPE, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 import { applyInstall, kubectlOk, withoutOperatorPods } from './install.ts';
@@ -68,7 +68,7 @@ describe('deploy/install.yaml and the rest of the cluster', () => {
   it('blocks nothing when its operator never serves (an image that cannot run, a missing setting)', async () => {
     await applyInstall(t, text);
     // The install's Pods are up (KWOK makes them Ready) but no operator process answers.
-    await t.createNamespace('apps-1');
+    await t.createNamespace('apps-1', IN_SCOPE);
     expect(await createDeployment('apps-1', 'web')).toBeUndefined();
     expect(await registered()).toEqual([]);
   });
@@ -85,8 +85,11 @@ describe('deploy/install.yaml and the rest of the cluster', () => {
       );
       expect(await createDeployment('apps-1', 'served')).toBeUndefined();
     });
-    // The operator has stopped: its workloads stay guarded, so other writes are refused.
+    // The operator has stopped: its workloads stay guarded, so other writes in the scope are refused;
+    // outside it nothing waits for the operator.
     expect(await createDeployment('apps-1', 'unguarded')).toMatch(/failed calling webhook/);
+    await t.createNamespace('elsewhere');
+    expect(await createDeployment('elsewhere', 'web')).toBeUndefined();
     // An upgrade re-applying the install does not remove or reset them.
     await kubectlOk(t, ['apply', '-f', '-'], text);
     expect(await registered()).toEqual(['mutating', 'validating']);
@@ -96,7 +99,7 @@ describe('deploy/install.yaml and the rest of the cluster', () => {
   it('removes the webhooks when the install is deleted', async () => {
     await kubectlOk(t, ['delete', '--wait=false', '-f', '-'], text);
     await eventually(async () => (await registered()).length === 0, { timeoutMs: 60_000 });
-    await t.createNamespace('apps-2');
+    await t.createNamespace('apps-2', IN_SCOPE);
     expect(await createDeployment('apps-2', 'web')).toBeUndefined();
   });
 });
