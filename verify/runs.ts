@@ -24,6 +24,23 @@ const lease = (
   extra: Partial<ModelRun> = {},
 ): ModelRun => ({ name, kind, model: 'lease.pml', mode: 'safety', expect, defines, why, ...extra });
 
+const adm = (
+  name: string,
+  kind: RunKind,
+  expect: RunSpec['expect'],
+  defines: readonly string[],
+  why: string,
+  extra: Partial<ModelRun> = {},
+): ModelRun => ({ name, kind, model: 'admission.pml', mode: 'safety', expect, defines, why, ...extra });
+
+const scope = (
+  name: string,
+  kind: RunKind,
+  expect: RunSpec['expect'],
+  defines: readonly string[],
+  why: string,
+): ModelRun => ({ name, kind, model: 'scope.pml', mode: 'safety', expect, defines, why });
+
 /** The faults of the lease model's property runs, per run (a fault budget of 3 each). */
 const NET_FAULTS = ['-DF_LOSS', '-DF_DUP', '-DF_STALL', '-DF_DELAY', '-DFAULTS=3', '-DDELETES=1'];
 const PARTITION = ['-DF_PART', '-DF_DELAY', '-DOFFSET=1', '-DFAULTS=3'];
@@ -152,6 +169,102 @@ export const RUNS: readonly ModelRun[] = [
     'pass',
     ['-DLEAD=FAILOVER', '-DF_CRASH', '-DF_PART', '-DF_DELAY', '-DFAULTS=3'],
     'a lead of the failover bound covers a leader crash at any time',
+  ),
+  // ---- admission.pml: properties at the bounds ----
+  adm(
+    'admission: owner chains, orphans and a replaced lease',
+    'property',
+    'pass',
+    ['-DORPHANS', '-DUSER=5'],
+    'a Deployment deleted with orphan propagation, its lease deleted and replaced, Pods adopted or created under the stamped ReplicaSet: every running Pod of a chain is registered and held',
+    { deep: ['-DORPHANS', '-DUSER=7'] },
+  ),
+  adm(
+    'admission: a replica with a stale copy of the lease',
+    'property',
+    'pass',
+    ['-DSTALE', '-DUSER=3'],
+    'a second operator replica registers and ungates from a stale Active copy: the guarded status write and the live gate check stop it',
+    { deep: ['-DSTALE', '-DORPHANS', '-DUSER=5'] },
+  ),
+  adm(
+    'admission: the lease cache for owned objects',
+    'property',
+    'pass',
+    ['-DCACHE', '-DORPHANS', '-DUSER=5'],
+    'issue 33: which lease targets the root of an owned object answered from lagging caches (one per webhook): only denials and gated admissions change',
+    { deep: ['-DCACHE', '-DORPHANS', '-DSTALE', '-DUSER=5'] },
+  ),
+  adm(
+    'hole 1: stale stamped ReplicaSet adoption',
+    'hole',
+    'counterexample',
+    ['-DORPHANS', '-DHOLE_SKIP_WALK', '-DUSER=5'],
+    'skipping the owner walk in a namespace without BerthLease admits an ungated Pod into an orphaned stamped ReplicaSet, which a new lease adopts',
+  ),
+  adm(
+    'hole 5: a stale status written back',
+    'hole',
+    'counterexample',
+    ['-DSTALE', '-DHOLE_STALE_REGISTER'],
+    'a registration written without the resourceVersion guard puts back a stale status (Active, or without the Pods registered since)',
+  ),
+  adm(
+    'hole 5: the gate check on a stale copy',
+    'hole',
+    'counterexample',
+    ['-DSTALE', '-DHOLE_STALE_UNGATE'],
+    'a gate removal judged on a cached Active copy lifts a gate after Stopping was committed',
+  ),
+  adm(
+    'cache for root objects too (unsafe alternative)',
+    'hole',
+    'counterexample',
+    ['-DHOLE_CACHE_ROOT', '-DCACHE', '-DORPHANS', '-DUSER=4'],
+    'issue 33: a Deployment CREATE judged on a cache that misses a new lease is admitted unmanaged, ungated, without admission record',
+  ),
+  // ---- scope.pml: the opt-in admission scope of issue 33, as specified ----
+  scope(
+    'scope: a lease created on a stale view of the namespace',
+    'finding',
+    'counterexample',
+    ['-DATOMIC_GUARD'],
+    'the label removal is written; kube-apiserver still sees the label and admits a targeted BerthLease; then it sees the removal and admits the target unreviewed: unstamped, ungated, no admission record',
+  ),
+  scope(
+    "scope: the guard's write skew",
+    'finding',
+    'counterexample',
+    ['-DNOLAG'],
+    "with views that never lag, the guard's LIST finds nothing, a targeted BerthLease is created, then the removal is written: the target is admitted unreviewed",
+  ),
+  scope(
+    'scope: scope entry with two apiservers',
+    'finding',
+    'counterexample',
+    ['-DHA', '-DATOMIC_GUARD'],
+    'one apiserver sees the new label and admits the lease, the other does not yet and admits the target unreviewed',
+  ),
+  scope(
+    'scope: the upgrade before the guards are seen',
+    'finding',
+    'counterexample',
+    ['-DUPGRADE', '-DSETTLE'],
+    "the leader labels and narrows; an apiserver that does not see the guard yet admits the label removal; a stamped Pod's gate is then removed unreviewed",
+  ),
+  scope(
+    'scope: a bypass Pod in the chain of a standby',
+    'finding',
+    'counterexample',
+    ['-DNOLAG', '-DTARGET_REVIEWED', '-DUSER=5'],
+    'the target was admitted and stamped in scope, then the namespace left it: a Pod naming the stamped ReplicaSet is admitted unreviewed and ungated while the other cluster holds the lease',
+  ),
+  scope(
+    'scope: safe only without lag and write skew',
+    'proposal',
+    'pass',
+    ['-DATOMIC_GUARD', '-DNOLAG', '-DHA', '-DUSER=5'],
+    "what a fix must provide: the guard's check and the label write as one step, and every view current before the next write (a settle period that covers the lag)",
   ),
   // ---- teeth of the liveness property ----
   {
