@@ -1,0 +1,312 @@
+// The constants and timing rules of the Promela models, taken from the code itself (docs/verification.md,
+// "Tied to the code"). Every value is computed by calling the product's own functions and constants
+// for a profile (a BerthLease spec, leader election flags and a tick length), and every timing rule the
+// models implement is probed against the function that implements it in the code; a rule that no longer
+// holds throws, naming it. `renderConstants()` is the text of verify/constants.pml; a unit test fails
+// when the file and the code drift apart (regenerate with `npm run verify:constants`). Pure.
+import {
+  ACQUIRE_TIMEOUT_MS,
+  RELEASE_TIMEOUT_MS,
+  REQUEUE_ON_FAILURE_MS,
+  workloadActiveAt,
+} from '../src/berth/api.ts';
+import { failoverMarginProblem, leaderFailoverBoundMs } from '../src/berth/failover-margin.ts';
+import {
+  acquireBudgetMs,
+  acquireErrorRequeueMs,
+  heldRequeueMs,
+  ownershipDeadline,
+  reacquireIntervalMs,
+} from '../src/berth/ownership.ts';
+import { formatTime } from '../src/berth/status.ts';
+import { decideAcquire, decideRelease } from '../src/central/manager.ts';
+import { isExpired, type LeaseRecord } from '../src/central/record.ts';
+import { validateLeaderTimings } from '../src/kube/leader-decision.ts';
+
+/** One bound of the models: a BerthLease spec, the operator's leader election flags, a tick. */
+export interface Profile {
+  /**
+   * 1: the CI bounds (inside `npm test`); 2: the deeper bounds of `npm run verify`; 3: the defaults (a
+   * 30 s TTL, a 10 s heartbeat, the default leader election) at half-second ticks, for the failover check.
+   */
+  id: 1 | 2 | 3;
+  name: string;
+  tickMs: number;
+  ttlSeconds: number;
+  heartbeatSeconds: number;
+  leaderElection: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+}
+
+export const PROFILES: readonly Profile[] = [
+  {
+    id: 1,
+    name: 'ci',
+    tickMs: 1_000,
+    ttlSeconds: 6,
+    heartbeatSeconds: 2,
+    // Short leader election timings so that a leader failover fits the small TTL (a configuration, not
+    // a code change: --leader-election-lease-duration=1s --renew-deadline=600ms --retry-period=400ms).
+    leaderElection: { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 400 },
+  },
+  {
+    id: 2,
+    name: 'deep',
+    tickMs: 1_000,
+    ttlSeconds: 24,
+    heartbeatSeconds: 2,
+    // The operator's defaults (15 s, 10 s, 2 s).
+    leaderElection: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+  },
+  {
+    id: 3,
+    name: 'defaults',
+    tickMs: 500,
+    ttlSeconds: 30,
+    heartbeatSeconds: 10,
+    leaderElection: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+  },
+];
+
+/** A #define of constants.pml: its value in ticks and where it comes from. */
+export interface ModelConstant {
+  name: string;
+  value: number;
+  source: string;
+}
+
+/** A rule the models implement that the code no longer follows. */
+export class RuleDrift extends Error {
+  constructor(rule: string, detail: string) {
+    super(`the model's rule "${rule}" no longer matches the code: ${detail} (docs/verification.md)`);
+    this.name = 'RuleDrift';
+  }
+}
+
+const check = (rule: string, ok: boolean, detail: string): void => {
+  if (!ok) throw new RuleDrift(rule, detail);
+};
+
+/** `ms` in whole ticks; a duration that is not a whole number of ticks cannot be modelled exactly. */
+function ticks(ms: number, tickMs: number, what: string): number {
+  const t = ms / tickMs;
+  check(
+    'durations are whole ticks',
+    Number.isInteger(t),
+    `${what} is ${ms} ms, not a multiple of ${tickMs} ms`,
+  );
+  return t;
+}
+
+/** A whole second, far from any edge of the epoch (where the code's times live). */
+const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
+
+/**
+ * The ticks before a recorded deadline at which activeAt(now) turns false: 0 when an activation ends
+ * exactly at its deadline (docs/behaviour.md §2.3 step 4). The model's LEAD defaults to it.
+ */
+function stopLeadTicks(tickMs: number): number {
+  const deadline = T0 + 100 * tickMs;
+  const workload = { targetUID: 'u', phase: 'Active' as const, token: 1, deadline: formatTime(deadline) };
+  for (let k = 0; k < 100; k++) {
+    if (workloadActiveAt(workload, false, deadline - (k + 1) * tickMs)) return k;
+  }
+  throw new RuleDrift('activeAt', 'an Active workload is never active before its deadline');
+}
+
+/** The timing rules of lease.pml, probed against the functions that implement them. */
+function checkLeaseRules(p: Profile): void {
+  const ttlMs = p.ttlSeconds * 1000;
+  const hbMs = p.heartbeatSeconds * 1000;
+  const far = T0 + 1000 * ttlMs;
+  // §2.3 step 11: min(start + TTL, central expiry), truncated to the second.
+  check(
+    'deadline = start + TTL',
+    ownershipDeadline(T0, ttlMs, far) === T0 + ttlMs,
+    'ownershipDeadline(start, ttl, later expiry) is not start + ttl',
+  );
+  check(
+    'deadline = central expiry when earlier',
+    ownershipDeadline(T0, ttlMs, T0 + ttlMs - 2000) === T0 + ttlMs - 2000,
+    'ownershipDeadline does not take an earlier central expiry',
+  );
+  check(
+    'deadline truncated to the second',
+    ownershipDeadline(T0 + 400, ttlMs, far) === T0 + ttlMs,
+    'ownershipDeadline does not truncate to the whole second',
+  );
+  // §2.9 requeues and bounds, as the model computes them.
+  for (let left = 1; left <= p.ttlSeconds + 2; left++) {
+    const leftMs = left * 1000;
+    check(
+      'held requeue = min(heartbeat, time to deadline)',
+      heldRequeueMs(hbMs, T0 + leftMs, T0) === Math.min(hbMs, leftMs),
+      `heldRequeueMs(${hbMs}, +${leftMs})`,
+    );
+    check(
+      'acquire bound = min(heartbeat, 2.5 s, time to deadline)',
+      acquireBudgetMs(hbMs, T0, T0 + leftMs) === Math.min(hbMs, ACQUIRE_TIMEOUT_MS, leftMs),
+      `acquireBudgetMs(${hbMs}, +${leftMs})`,
+    );
+    check(
+      'acquire error requeue = min(heartbeat, 1 s, time to deadline)',
+      acquireErrorRequeueMs(hbMs, T0, T0 + leftMs) === Math.min(hbMs, REQUEUE_ON_FAILURE_MS, leftMs),
+      `acquireErrorRequeueMs(${hbMs}, +${leftMs})`,
+    );
+  }
+  // §3.7: expired strictly after expiresAt; renew keeps the token; a reclaim takes token + 1.
+  const rec: LeaseRecord = {
+    key: { namespace: 'n', name: 'l' },
+    holder: 'a',
+    ttlMs,
+    acquiredAt: T0,
+    renewedAt: T0,
+    fencingToken: 3,
+    version: 1,
+  };
+  check(
+    'central expiry is strict',
+    !isExpired(rec, T0 + ttlMs) && isExpired(rec, T0 + ttlMs + 1),
+    'isExpired(record, expiresAt) must be false and true one ms later',
+  );
+  const renew = decideAcquire(rec, rec.key, 'a', ttlMs, T0 + 1000);
+  check(
+    'renew in place',
+    renew.kind === 'write' && renew.record.fencingToken === 3 && renew.record.renewedAt === T0 + 1000,
+    'an acquire by the unexpired holder must renew and keep the token',
+  );
+  const other = decideAcquire(rec, rec.key, 'b', ttlMs, T0 + ttlMs);
+  check('held by other', other.kind === 'held-by-other', 'another holder must be refused until the expiry');
+  const reclaim = decideAcquire(rec, rec.key, 'b', ttlMs, T0 + ttlMs + 1);
+  check(
+    'reclaim takes token + 1',
+    reclaim.kind === 'write' && reclaim.record.fencingToken === 4 && reclaim.record.holder === 'b',
+    'an expired lease must be reclaimed with the next token',
+  );
+  const own = decideAcquire(rec, rec.key, 'a', ttlMs, T0 + ttlMs + 1);
+  check(
+    'own expired lease is reclaimed',
+    own.kind === 'write' && own.record.fencingToken === 4,
+    'the same holder reclaims an expired lease with the next token',
+  );
+  const released = decideRelease(rec, 'a', 3, T0);
+  check(
+    'release tombstones',
+    released.kind === 'write' && released.record.holder === '' && released.record.fencingToken === 3,
+    'a release by the holder must leave a tombstone with the token',
+  );
+  check(
+    'release of another token conflicts',
+    decideRelease(rec, 'a', 2, T0).kind === 'conflict' && decideRelease(rec, 'b', 3, T0).kind === 'conflict',
+    'a release by another holder or token must be a 409',
+  );
+  const tomb = released.kind === 'write' ? released.record : rec;
+  check(
+    'release of a tombstone is done',
+    decideRelease(tomb, 'a', 3, T0).kind === 'done',
+    'idempotent release',
+  );
+  const after = decideAcquire(tomb, rec.key, 'b', ttlMs, T0);
+  check(
+    'a tombstone is reclaimed at once',
+    after.kind === 'write' && after.record.fencingToken === 4,
+    'a tombstone must be reclaimable with the next token',
+  );
+}
+
+/** The largest whole-tick leader failover that `failoverMarginProblem` accepts without a Warning. */
+function acceptedFailoverTicks(p: Profile): number {
+  const spec = {
+    leaseName: 'l',
+    holderIdentity: 'h',
+    ttlSeconds: p.ttlSeconds,
+    heartbeatIntervalSeconds: p.heartbeatSeconds,
+    semantics: 'at-most-once' as const,
+  };
+  let accepted = 0;
+  for (let k = 1; k <= 10 * p.ttlSeconds; k++) {
+    if (failoverMarginProblem(spec, k * p.tickMs) === undefined) accepted = k;
+    else break;
+  }
+  return accepted;
+}
+
+/** The #defines of lease.pml for one profile. */
+export function leaseConstants(p: Profile): ModelConstant[] {
+  checkLeaseRules(p);
+  const le = p.leaderElection;
+  const leProblem = validateLeaderTimings(le);
+  check('valid leader election flags', leProblem === undefined, leProblem ?? '');
+  const ttlMs = p.ttlSeconds * 1000;
+  const hbMs = p.heartbeatSeconds * 1000;
+  const t = (ms: number, what: string): number => ticks(ms, p.tickMs, what);
+  const failoverMs = leaderFailoverBoundMs(le.leaseDurationMs, le.retryPeriodMs);
+  return [
+    { name: 'TICK_MS', value: p.tickMs, source: 'the length of one tick, in ms' },
+    { name: 'TTL', value: t(ttlMs, 'ttlSeconds'), source: `spec.ttlSeconds ${p.ttlSeconds}` },
+    {
+      name: 'HB',
+      value: t(hbMs, 'heartbeatIntervalSeconds'),
+      source: `spec.heartbeatIntervalSeconds ${p.heartbeatSeconds}`,
+    },
+    {
+      name: 'ACQ_BUDGET',
+      value: t(acquireBudgetMs(hbMs, T0), 'acquire bound'),
+      source: `acquireBudgetMs(heartbeat) = min(heartbeat, ACQUIRE_TIMEOUT_MS ${ACQUIRE_TIMEOUT_MS})`,
+    },
+    {
+      name: 'ERR_REQUEUE',
+      value: t(acquireErrorRequeueMs(hbMs, T0), 'acquire error requeue'),
+      source: 'acquireErrorRequeueMs(heartbeat) = min(heartbeat, REQUEUE_ON_FAILURE_MS)',
+    },
+    {
+      name: 'REQUEUE_FAIL',
+      value: t(REQUEUE_ON_FAILURE_MS, 'REQUEUE_ON_FAILURE_MS'),
+      source: 'REQUEUE_ON_FAILURE_MS (drain in progress, after a stop, failed release)',
+    },
+    {
+      name: 'REACQUIRE',
+      value: t(reacquireIntervalMs(hbMs, ttlMs), 'reacquire interval'),
+      source: 'reacquireIntervalMs(heartbeat, ttl) (a standby polls)',
+    },
+    {
+      name: 'RELEASE_BUDGET',
+      value: Math.floor(RELEASE_TIMEOUT_MS / p.tickMs),
+      source: `RELEASE_TIMEOUT_MS ${RELEASE_TIMEOUT_MS}, in whole ticks (an unanswered release fails at the last tick before its bound)`,
+    },
+    {
+      name: 'FAILOVER',
+      value: Math.ceil(failoverMs / p.tickMs),
+      source: `leaderFailoverBoundMs(${le.leaseDurationMs}, ${le.retryPeriodMs}) = ${failoverMs} ms, rounded up`,
+    },
+    {
+      name: 'FAILOVER_ACCEPTED',
+      value: acceptedFailoverTicks(p),
+      source:
+        'the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning',
+    },
+    {
+      name: 'STOP_LEAD',
+      value: stopLeadTicks(p.tickMs),
+      source: 'ticks before the recorded deadline at which workloadActiveAt turns false',
+    },
+  ];
+}
+
+const HEADER = `/*
+ * GENERATED from the code by verify/constants.ts; do not edit. Regenerate: npm run verify:constants.
+ * A unit test (test/unit/verify/constants.test.ts) fails when this file and the code drift apart.
+ * Values are in ticks unless named otherwise; PROFILE 1 is the CI bound, 2 the deeper one, 3 the defaults.
+ */
+#ifndef PROFILE
+#define PROFILE 1
+#endif
+`;
+
+/** The text of verify/constants.pml. */
+export function renderConstants(profiles: readonly Profile[] = PROFILES): string {
+  const blocks = profiles.map((p) => {
+    const lines = leaseConstants(p).map((c) => `#define ${c.name} ${c.value} /* ${c.source} */`);
+    return `#if PROFILE == ${p.id} /* ${p.name}: ttlSeconds ${p.ttlSeconds}, heartbeat ${p.heartbeatSeconds} s, tick ${p.tickMs} ms */\n${lines.join('\n')}\n#endif\n`;
+  });
+  return `${HEADER}\n${blocks.join('\n')}`;
+}

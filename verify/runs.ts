@@ -1,0 +1,279 @@
+// Every check of the models (docs/verification.md lists the same, with what each shows): the properties
+// that must hold at the bounds (expect `pass`), the known holes re-introduced as switches, the findings
+// about today's timing and the proposed stop lead (expect `counterexample` or `pass`). The CI bounds run
+// inside `npm test` (test/unit/verify/models.test.ts); `npm run verify` runs the same list at the deeper
+// bound (PROFILE 2). Pure data.
+import type { RunSpec } from './spin.ts';
+
+export type RunKind = 'property' | 'hole' | 'finding' | 'proposal' | 'teeth';
+
+export interface ModelRun extends RunSpec {
+  kind: RunKind;
+  /** Extra -D flags at the deeper bound (`npm run verify`) instead of `defines`. */
+  deep?: readonly string[];
+  /** Where the trace replay takes its traces from: a run whose counterexample is replayed on the code. */
+  replay?: boolean;
+}
+
+const lease = (
+  name: string,
+  kind: RunKind,
+  expect: RunSpec['expect'],
+  defines: readonly string[],
+  why: string,
+  extra: Partial<ModelRun> = {},
+): ModelRun => ({ name, kind, model: 'lease.pml', mode: 'safety', expect, defines, why, ...extra });
+
+const adm = (
+  name: string,
+  kind: RunKind,
+  expect: RunSpec['expect'],
+  defines: readonly string[],
+  why: string,
+  extra: Partial<ModelRun> = {},
+): ModelRun => ({ name, kind, model: 'admission.pml', mode: 'safety', expect, defines, why, ...extra });
+
+const scope = (
+  name: string,
+  kind: RunKind,
+  expect: RunSpec['expect'],
+  defines: readonly string[],
+  why: string,
+): ModelRun => ({ name, kind, model: 'scope.pml', mode: 'safety', expect, defines, why });
+
+/** The faults of the lease model's property runs, per run (a fault budget of 3 each). */
+const NET_FAULTS = ['-DF_LOSS', '-DF_DUP', '-DF_STALL', '-DF_DELAY', '-DFAULTS=3', '-DDELETES=1'];
+const PARTITION = ['-DF_PART', '-DF_DELAY', '-DOFFSET=1', '-DFAULTS=3'];
+
+export const RUNS: readonly ModelRun[] = [
+  // ---- lease.pml: properties at the bounds ----
+  lease(
+    'lease: message faults and deletion',
+    'property',
+    'pass',
+    NET_FAULTS,
+    'at-most-once, registration and tokens with lost, delayed, stalled and duplicated messages and a BerthLease deletion (Pods stop at once)',
+  ),
+  lease(
+    'lease: partitions and clock offsets',
+    'property',
+    'pass',
+    PARTITION,
+    'the same with partitions from the central server longer than the TTL and clocks 1 tick off the server',
+    { deep: ['-DF_PART', '-DF_DELAY', '-DOFFSET=1', '-DFAULTS=2'] },
+  ),
+  lease(
+    'lease: leader crash within the failover bound',
+    'property',
+    'pass',
+    ['-DF_CRASH', '-DFAULTS=1', '-DOFFSET=1'],
+    'a crashed leader is replaced within leaderFailoverBoundMs while the central server is reachable',
+  ),
+  lease(
+    'lease: graceful hand-over',
+    'property',
+    'pass',
+    ['-DF_HANDOVER', '-DF_DELAY', '-DF_LOSS', '-DDELETES=1', '-DFAULTS=2'],
+    'a stopping leader without successor stops, drains and releases (docs/decisions/0002-hand-over-on-stop.md)',
+  ),
+  {
+    name: 'lease: liveness',
+    kind: 'property',
+    model: 'lease.pml',
+    mode: 'liveness',
+    expect: 'pass',
+    defines: ['-DF_CUT', '-DF_DELAY', '-DF_DUP', '-DF_LOSS', '-DFAULTS=3'],
+    why: 'under weak fairness, once B is cut off from the central server for good, A eventually runs the workload',
+  },
+  // ---- the known holes, as switches ----
+  lease(
+    'hole 3: deadline from the answer, not the request',
+    'hole',
+    'counterexample',
+    ['-DHOLE_DEADLINE_FROM_RECEIPT', '-DF_PART', '-DF_DELAY', '-DOFFSET=2', '-DFAULTS=3'],
+    'measuring the TTL from the answer lets a cluster whose clock is behind run past the central expiry',
+    { replay: true },
+  ),
+  lease(
+    'hole 4: release before the drain',
+    'hole',
+    'counterexample',
+    ['-DHOLE_RELEASE_BEFORE_DRAIN', '-DDELETES=1'],
+    'releasing once the Pods are deleted, not gone, lets the other cluster start while they still run',
+    { replay: true },
+  ),
+  // ---- findings: today's timing assumptions, each broken on its own ----
+  lease(
+    'finding: Pods take time to stop',
+    'finding',
+    'counterexample',
+    ['-DT_TERM=1', '-DF_PART'],
+    'the stop starts at the deadline; a Pod that takes a tick to stop still runs when the other cluster starts',
+    { replay: true },
+  ),
+  lease(
+    'finding: the reconcile starts late',
+    'finding',
+    'counterexample',
+    ['-DLAG=1', '-DF_PART'],
+    'a reconcile due at the deadline that starts a tick late stops the Pods after the central expiry',
+  ),
+  lease(
+    'finding: clock rate drift',
+    'finding',
+    'counterexample',
+    ['-DDRIFT=1', '-DF_PART'],
+    'a clock that measures the TTL a tick long stops the Pods after the central expiry',
+  ),
+  lease(
+    'finding: a crash during a central outage',
+    'finding',
+    'counterexample',
+    ['-DF_CRASH', '-DF_PART', '-DFAULTS=2'],
+    'a leader that crashes shortly before an unrenewable deadline leaves the Pods running until its successor',
+    { replay: true },
+  ),
+  lease(
+    'finding: a leader crash with the default timings',
+    'finding',
+    'counterexample',
+    ['-DF_CRASH', '-DF_DELAY', '-DDELAY=4', '-DFAULTS=3'],
+    'TTL 30 s, heartbeat 10 s, the default leader election (19.4 s): a crash after a renewal answered in 1 s or more leaves the Pods running past the central expiry, which failoverMarginProblem accepts',
+    { replay: true, profile: 3 },
+  ),
+  // ---- the proposed stop lead closes each finding ----
+  lease(
+    'proposal: stop lead covers Pod termination',
+    'proposal',
+    'pass',
+    ['-DLEAD=1', '-DT_TERM=1', '-DF_PART', '-DF_DELAY', '-DOFFSET=1', '-DFAULTS=3'],
+    'with the activation ending T_TERM before the deadline, Pods that take T_TERM to stop are gone in time',
+  ),
+  lease(
+    'proposal: stop lead covers a late reconcile',
+    'proposal',
+    'pass',
+    ['-DLEAD=1', '-DLAG=1', '-DF_PART', '-DF_DELAY', '-DFAULTS=3'],
+    'a lead of LAG covers a reconcile that starts late',
+  ),
+  lease(
+    'proposal: stop lead covers clock drift',
+    'proposal',
+    'pass',
+    ['-DLEAD=1', '-DDRIFT=1', '-DF_PART', '-DF_DELAY', '-DFAULTS=3'],
+    'a lead of DRIFT covers a clock that measures the TTL long',
+  ),
+  lease(
+    'proposal: stop lead covers a crash during an outage',
+    'proposal',
+    'pass',
+    ['-DLEAD=FAILOVER', '-DF_CRASH', '-DF_PART', '-DF_DELAY', '-DFAULTS=3'],
+    'a lead of the failover bound covers a leader crash at any time',
+  ),
+  // ---- admission.pml: properties at the bounds ----
+  adm(
+    'admission: owner chains, orphans and a replaced lease',
+    'property',
+    'pass',
+    ['-DORPHANS', '-DUSER=5'],
+    'a Deployment deleted with orphan propagation, its lease deleted and replaced, Pods adopted or created under the stamped ReplicaSet: every running Pod of a chain is registered and held',
+    { deep: ['-DORPHANS', '-DUSER=7'] },
+  ),
+  adm(
+    'admission: a replica with a stale copy of the lease',
+    'property',
+    'pass',
+    ['-DSTALE', '-DUSER=3'],
+    'a second operator replica registers and ungates from a stale Active copy: the guarded status write and the live gate check stop it',
+    { deep: ['-DSTALE', '-DORPHANS', '-DUSER=5'] },
+  ),
+  adm(
+    'admission: the lease cache for owned objects',
+    'property',
+    'pass',
+    ['-DCACHE', '-DORPHANS', '-DUSER=5'],
+    'issue 33: which lease targets the root of an owned object answered from lagging caches (one per webhook): only denials and gated admissions change',
+    { deep: ['-DCACHE', '-DORPHANS', '-DSTALE', '-DUSER=5'] },
+  ),
+  adm(
+    'hole 1: stale stamped ReplicaSet adoption',
+    'hole',
+    'counterexample',
+    ['-DORPHANS', '-DHOLE_SKIP_WALK', '-DUSER=5'],
+    'skipping the owner walk in a namespace without BerthLease admits an ungated Pod into an orphaned stamped ReplicaSet, which a new lease adopts',
+  ),
+  adm(
+    'hole 5: a stale status written back',
+    'hole',
+    'counterexample',
+    ['-DSTALE', '-DHOLE_STALE_REGISTER'],
+    'a registration written without the resourceVersion guard puts back a stale status (Active, or without the Pods registered since)',
+  ),
+  adm(
+    'hole 5: the gate check on a stale copy',
+    'hole',
+    'counterexample',
+    ['-DSTALE', '-DHOLE_STALE_UNGATE'],
+    'a gate removal judged on a cached Active copy lifts a gate after Stopping was committed',
+  ),
+  adm(
+    'cache for root objects too (unsafe alternative)',
+    'hole',
+    'counterexample',
+    ['-DHOLE_CACHE_ROOT', '-DCACHE', '-DORPHANS', '-DUSER=4'],
+    'issue 33: a Deployment CREATE judged on a cache that misses a new lease is admitted unmanaged, ungated, without admission record',
+  ),
+  // ---- scope.pml: the opt-in admission scope of issue 33, as specified ----
+  scope(
+    'scope: a lease created on a stale view of the namespace',
+    'finding',
+    'counterexample',
+    ['-DATOMIC_GUARD'],
+    'the label removal is written; kube-apiserver still sees the label and admits a targeted BerthLease; then it sees the removal and admits the target unreviewed: unstamped, ungated, no admission record',
+  ),
+  scope(
+    "scope: the guard's write skew",
+    'finding',
+    'counterexample',
+    ['-DNOLAG'],
+    "with views that never lag, the guard's LIST finds nothing, a targeted BerthLease is created, then the removal is written: the target is admitted unreviewed",
+  ),
+  scope(
+    'scope: scope entry with two apiservers',
+    'finding',
+    'counterexample',
+    ['-DHA', '-DATOMIC_GUARD'],
+    'one apiserver sees the new label and admits the lease, the other does not yet and admits the target unreviewed',
+  ),
+  scope(
+    'scope: the upgrade before the guards are seen',
+    'finding',
+    'counterexample',
+    ['-DUPGRADE', '-DSETTLE'],
+    "the leader labels and narrows; an apiserver that does not see the guard yet admits the label removal; a stamped Pod's gate is then removed unreviewed",
+  ),
+  scope(
+    'scope: a bypass Pod in the chain of a standby',
+    'finding',
+    'counterexample',
+    ['-DNOLAG', '-DTARGET_REVIEWED', '-DUSER=5'],
+    'the target was admitted and stamped in scope, then the namespace left it: a Pod naming the stamped ReplicaSet is admitted unreviewed and ungated while the other cluster holds the lease',
+  ),
+  scope(
+    'scope: safe only without lag and write skew',
+    'proposal',
+    'pass',
+    ['-DATOMIC_GUARD', '-DNOLAG', '-DHA', '-DUSER=5'],
+    "what a fix must provide: the guard's check and the label write as one step, and every view current before the next write (a settle period that covers the lag)",
+  ),
+  // ---- teeth of the liveness property ----
+  {
+    name: 'teeth: liveness fails without failover',
+    kind: 'teeth',
+    model: 'lease.pml',
+    mode: 'liveness',
+    expect: 'counterexample',
+    defines: ['-DBREAK_STANDBY', '-DF_CUT', '-DFAULTS=1'],
+    why: 'a standby that stops polling never takes over: the liveness check can fail',
+  },
+];
