@@ -42,6 +42,19 @@ export const STOP_FENCE = 'berth.skaphos.io/stop-fence';
  */
 export const SCOPE_LABEL = 'berth.skaphos.io/workload-admission';
 export const SCOPE_ENABLED = 'enabled';
+/**
+ * The scope label's value while a namespace leaves the scope: still reviewed, no new BerthLease with a
+ * target admitted; the operator removes the label once nothing managed is left and `SCOPE_SETTLE_MS` passed.
+ */
+export const SCOPE_LEAVING = 'leaving';
+/**
+ * How long a change of a namespace's scope label must have been in place before the next step that relies
+ * on every kube-apiserver seeing it (a BerthLease with a target admitted after the namespace entered the
+ * scope; the label removed after it began leaving; the selectors narrowed after the guards were
+ * registered). The bound this project assumes on kube-apiserver's informer lag plus the time an admitted
+ * request takes to be written (docs/admission.md, "What is assumed").
+ */
+export const SCOPE_SETTLE_MS = 5_000;
 export const AdmissionScope = {
   /** Only namespaces labelled `SCOPE_LABEL=enabled` (the default). */
   OptIn: 'opt-in',
@@ -49,9 +62,9 @@ export const AdmissionScope = {
   All: 'all',
 } as const;
 export type AdmissionScope = (typeof AdmissionScope)[keyof typeof AdmissionScope];
-/** Whether a namespace's labels put it in the opt-in scope. */
+/** Whether a namespace's labels put it in the opt-in scope (entered, or leaving: still reviewed). */
 export const inAdmissionScope = (labels: Readonly<Record<string, string>> | undefined): boolean =>
-  labels?.[SCOPE_LABEL] === SCOPE_ENABLED;
+  labels?.[SCOPE_LABEL] === SCOPE_ENABLED || labels?.[SCOPE_LABEL] === SCOPE_LEAVING;
 /** How a cluster admin opts `namespace` in, for messages. */
 export const optInCommand = (namespace: string): string =>
   `kubectl label namespace ${namespace} ${SCOPE_LABEL}=${SCOPE_ENABLED}`;
