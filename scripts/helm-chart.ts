@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { parse, stringify } from 'yaml';
+import { NAMESPACE_WRITES_POLICY, namespaceWritesPolicy } from '../src/berth/rbac.ts';
 import { NODE_EVENTS_NAMESPACE } from '../src/nodetaint/rbac.ts';
 import {
   AGENT_NAMESPACE,
@@ -40,6 +41,8 @@ const EXPRESSIONS = {
   __helm_ca_secret__: '{{ include "berth-operator.caSecretName" . }}',
   __helm_webhook_configuration__: '{{ include "berth-operator.webhookConfigurationName" . }}',
   __helm_agent_namespace__: '{{ include "berth-operator.agentNamespace" . }}',
+  __helm_operator_user__:
+    '{{ printf "system:serviceaccount:%s:%s" .Release.Namespace (include "berth-operator.serviceAccountName" .) }}',
 } as const;
 type Token = keyof typeof EXPRESSIONS;
 /** metadata.labels: the chart's labels and the component label, or (with none) Helm's labels only. */
@@ -206,7 +209,24 @@ function crdTemplate(): string {
   return `${header(source)}{{- if .Values.installCRDs }}\n${templateYaml(chartCrd)}{{- end }}\n`;
 }
 
+/** The opt-in scope's namespace-writes policy (src/berth/rbac.ts), for the release's service account. */
+function namespaceWritesTemplate(): string {
+  const objects = namespaceWritesPolicy('__helm_operator_user__').map((o) => ({
+    ...o,
+    metadata: { name: chartName(o.metadata?.name ?? ''), labels: { [LABELS]: 'admission-scope' } },
+    ...('policyName' in (o.spec ?? {})
+      ? { spec: { ...o.spec, policyName: chartName(NAMESPACE_WRITES_POLICY) } }
+      : {}),
+  }));
+  const condition = ['.Values.rbac.create', WORKLOAD_MANAGEMENT, `(eq ${ADMISSION_SCOPE} "opt-in")`];
+  return `${header('src/berth/rbac.ts (namespaceWritesPolicy)')}${objects.map((o) => block(condition, o)).join('')}`;
+}
+
 /** Every generated chart template: path relative to deploy/ -> content. */
 export function chartSources(): Map<string, string> {
-  return new Map([...rbacTemplates(), [`${CHART_DIR}/templates/crd.generated.yaml`, crdTemplate()]]);
+  return new Map([
+    ...rbacTemplates(),
+    [`${CHART_DIR}/templates/crd.generated.yaml`, crdTemplate()],
+    [`${CHART_DIR}/templates/admission-scope-policy.generated.yaml`, namespaceWritesTemplate()],
+  ]);
 }

@@ -15,8 +15,10 @@ import {
   validatingWebhookConfiguration,
 } from '../webhooks/configurations.ts';
 import { webhookFlags } from '../webhooks/flags.ts';
+import { kubeAdmissionIO } from '../webhooks/kube-io.ts';
 import type { LeaseCache } from '../webhooks/leases.ts';
 import { WebhookRegistration, type WebhookRegistrationOptions } from '../webhooks/registration.ts';
+import { ScopeExit } from '../webhooks/scope-exit.ts';
 import { ScopeMigration } from '../webhooks/scope-migration.ts';
 import type { AdmissionHandler } from '../webhooks/server.ts';
 import { AdmissionServer } from '../webhooks/server.ts';
@@ -40,6 +42,7 @@ import { injectionFlags } from './injection/flags.ts';
 import { injectionHandlers } from './injection/handlers.ts';
 import { injectorSettings } from './injection/settings.ts';
 import { loadKubeConfig } from './kube/client.ts';
+import { realClock } from './kube/clock.ts';
 import { EventRecorder, eventSinkFor } from './kube/events.ts';
 import { defaultIdentity, kubeLeaseClient, LeaderElector } from './kube/leader.ts';
 import { type LifecycleEvent, Manager } from './kube/manager.ts';
@@ -129,20 +132,27 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     reportingInstance: identity.slice(0, 128),
     logger,
   });
+  // The opt-in admission scope's namespaces, as this replica sees them: the controller's and the guards'.
+  const scope =
+    features.berth.apiServer !== '' &&
+    features.webhook.enableWorkloadAdmission &&
+    features.webhook.workloadAdmissionScope === AdmissionScope.OptIn
+      ? new NamespaceScope({ transport, logger, registry })
+      : undefined;
   let leaseCache: LeaseCache | undefined;
   if (features.berth.apiServer !== '') {
     // With leader election a crashed leader is replaced within this; leases must outlast it.
     const failoverBoundMs = config.leaderElect
       ? leaderFailoverBoundMs(config.leaderElectionLeaseDuration, config.leaderElectionRetryPeriod)
       : undefined;
-    const leases = addBerthLeases(manager, deps, { transport, recorder, registry, failoverBoundMs });
+    const leases = addBerthLeases(manager, deps, { transport, recorder, registry, failoverBoundMs, scope });
     leaseCache = {
       synced: () => leases.informer.hasSynced(),
       inNamespace: (namespace) => leases.informer.list(namespace),
     };
   }
   if (features.webhook.enableWorkloadAdmission || features.injection.enabled)
-    addAdmission(manager, deps, { transport, registry, leaseCache });
+    addAdmission(manager, deps, { transport, registry, recorder, leaseCache, scope });
   if (
     features.berth.apiServer === '' &&
     !features.webhook.enableWorkloadAdmission &&
@@ -180,6 +190,7 @@ function addBerthLeases(
     recorder: EventRecorder;
     registry: Registry;
     failoverBoundMs: number | undefined;
+    scope: NamespaceScope | undefined;
   },
 ): BerthLeaseController {
   const { features, logger, namespace } = deps;
@@ -202,11 +213,7 @@ function addBerthLeases(
   // With workload admission, targets are managed: Pods registered before they are ungated, workloads
   // stopped and drained before a release, and handed over when the leader stops gracefully. With the
   // opt-in scope, only in namespaces in it.
-  const scope =
-    features.webhook.enableWorkloadAdmission &&
-    features.webhook.workloadAdmissionScope === AdmissionScope.OptIn
-      ? new NamespaceScope({ transport: shared.transport, logger, registry: shared.registry })
-      : undefined;
+  const { scope } = shared;
   const managed = features.webhook.enableWorkloadAdmission
     ? new ManagedWorkloads({
         transport: shared.transport,
@@ -256,9 +263,15 @@ function addBerthLeases(
 function addAdmission(
   manager: Manager,
   deps: OperatorDeps,
-  shared: { transport: KubeTransport; registry: Registry; leaseCache: LeaseCache | undefined },
+  shared: {
+    transport: KubeTransport;
+    registry: Registry;
+    recorder: EventRecorder;
+    leaseCache: LeaseCache | undefined;
+    scope: NamespaceScope | undefined;
+  },
 ): void {
-  const { transport, registry, leaseCache } = shared;
+  const { transport, registry, leaseCache, scope } = shared;
   const { features, logger, namespace } = deps;
   const { webhook, certs, injection } = features;
   const provider: CertificateProvider = createCertificateProvider(certs, {
@@ -314,6 +327,7 @@ function addAdmission(
             scope: webhook.workloadAdmissionScope,
             registry,
             ...(leaseCache ? { leaseCache } : {}),
+            ...(scope ? { scopeEntries: scope } : {}),
           }),
         );
       }
@@ -337,10 +351,29 @@ function addAdmission(
     },
   });
 
+  if (scope) {
+    // The last step of a namespace's leaving the scope is the leader's (scope-exit.ts).
+    const exit = new ScopeExit({
+      namespaces: scope.informer,
+      scope,
+      io: () => kubeAdmissionIO(transport),
+      transport,
+      clock: realClock,
+      recorder: shared.recorder,
+      logger,
+      registry,
+    });
+    manager.add({
+      name: 'admission-scope-exit',
+      needLeaderElection: true,
+      start: (signal) => exit.start(signal),
+      stop: () => exit.stop(),
+    });
+  }
   if (!webhook.webhookRegistration) return;
   const service = { namespace, name: certs.webhookServiceName };
   const pairs: Array<
-    Pick<WebhookRegistrationOptions, 'mutating' | 'validating' | 'beforeWrite'> & { controllerName: string }
+    Pick<WebhookRegistrationOptions, 'mutating' | 'validating' | 'plan'> & { controllerName: string }
   > = [];
   if (webhook.enableWorkloadAdmission) {
     // Narrowing to the opt-in scope first brings the namespaces that use Berth into it.
@@ -352,9 +385,7 @@ function addAdmission(
       controllerName: 'webhook-registration',
       mutating: mutatingWebhookConfiguration(params),
       validating: validatingWebhookConfiguration(params),
-      ...(migration
-        ? { beforeWrite: (live, webhooks, signal) => migration.beforeWrite(live, webhooks, signal) }
-        : {}),
+      ...(migration ? { plan: (live, want, signal) => migration.plan({ live, want }, signal) } : {}),
     });
   }
   if (settings) {

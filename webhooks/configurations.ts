@@ -20,6 +20,7 @@ import {
   PLURAL,
   SCOPE_ENABLED,
   SCOPE_LABEL,
+  SCOPE_LEAVING,
   VALIDATE_SCOPE_PATH,
   VALIDATE_WORKLOADS_PATH,
   VALIDATE_WORKLOADS_WEBHOOK,
@@ -101,6 +102,9 @@ export function excludedNamespaces(namespace: string): string[] {
   return [...new Set([namespace, ...ALWAYS_EXCLUDED_NAMESPACES])];
 }
 
+/** The scope label's values under which a namespace is reviewed: entered, and leaving. */
+export const REVIEWED_VALUES = [SCOPE_ENABLED, SCOPE_LEAVING] as const;
+
 /** The excluded namespaces' term, in every selector of these configurations. */
 const exclusion = (namespace: string) => ({
   key: NAMESPACE_NAME_LABEL,
@@ -114,7 +118,7 @@ export function namespaceSelector(namespace: string, scope: AdmissionScope): V1L
     matchExpressions: [
       exclusion(namespace),
       ...(scope === AdmissionScope.OptIn
-        ? [{ key: SCOPE_LABEL, operator: 'In', values: [SCOPE_ENABLED] }]
+        ? [{ key: SCOPE_LABEL, operator: 'In', values: [...REVIEWED_VALUES] }]
         : []),
     ],
   };
@@ -150,18 +154,19 @@ function common(p: WebhookConfigurationParams, path: string) {
   };
 }
 
-/** CEL over a label map that may be absent: whether it carries the scope label with its value. */
-const scopedCel = (object: string): string =>
-  `(has(${object}.metadata.labels) && '${SCOPE_LABEL}' in ${object}.metadata.labels && ${object}.metadata.labels['${SCOPE_LABEL}'] == '${SCOPE_ENABLED}')`;
+/** CEL: the scope label's value of `object` ('' when absent). */
+const scopeValueCel = (object: string): string =>
+  `((has(${object}.metadata.labels) && '${SCOPE_LABEL}' in ${object}.metadata.labels) ? ${object}.metadata.labels['${SCOPE_LABEL}'] : '')`;
 
 /**
- * The opt-in scope's two guards (docs/admission.md, "The admission scope"), both on the scope path:
- * - a BerthLease with a target, created in a namespace outside the scope, is denied. The namespaceSelector
- *   picks those namespaces, so kube-apiserver decides with the same view of namespace labels it uses to
- *   skip the workload webhooks, and the operator reads nothing;
- * - a namespace losing the scope label is reviewed (the matchConditions pass only that UPDATE) and denied
- *   while it holds a BerthLease with a target or a stamped object. kube-apiserver matches a namespace's own
- *   writes against the new object's labels, so this selector excludes only the excluded namespaces.
+ * The opt-in scope's two guards (docs/admission.md, "The admission scope"), both on the scope path, both
+ * selecting every namespace but the excluded ones:
+ * - every CREATE of a BerthLease with a target: admitted only once the namespace has been in the scope
+ *   (`enabled`) for the settle period, as the serving replica's own informer has seen it;
+ * - every namespace UPDATE that changes the scope label of a namespace in the scope (the matchConditions
+ *   pass only those): between `enabled` and `leaving` anyone may switch; any other change only the
+ *   operator, from `leaving`, once nothing managed is left. kube-apiserver matches a namespace's own
+ *   writes against its new labels, so a label selector would miss the very write that removes the label.
  */
 export function scopeWebhooks(p: WebhookConfigurationParams): V1ValidatingWebhook[] {
   const shared = {
@@ -175,12 +180,7 @@ export function scopeWebhooks(p: WebhookConfigurationParams): V1ValidatingWebhoo
     {
       name: LEASE_SCOPE_WEBHOOK,
       ...shared,
-      namespaceSelector: {
-        matchExpressions: [
-          exclusion(p.namespace),
-          { key: SCOPE_LABEL, operator: 'NotIn', values: [SCOPE_ENABLED] },
-        ],
-      },
+      namespaceSelector: { matchExpressions: [exclusion(p.namespace)] },
       matchConditions: [{ name: 'has-target', expression: 'has(object.spec) && has(object.spec.target)' }],
       rules: [
         {
@@ -197,7 +197,10 @@ export function scopeWebhooks(p: WebhookConfigurationParams): V1ValidatingWebhoo
       ...shared,
       namespaceSelector: { matchExpressions: [exclusion(p.namespace)] },
       matchConditions: [
-        { name: 'leaves-scope', expression: `${scopedCel('oldObject')} && !${scopedCel('object')}` },
+        {
+          name: 'changes-the-scope',
+          expression: `${scopeValueCel('oldObject')} in ['${SCOPE_ENABLED}', '${SCOPE_LEAVING}'] && ${scopeValueCel('object')} != ${scopeValueCel('oldObject')}`,
+        },
       ],
       rules: [
         {
@@ -344,7 +347,7 @@ function verifyWebhook(
     // Excluded by name, whatever else the namespace carries: a scope label must not let it in.
     const labelled: Array<Record<string, string>> = [
       { [NAMESPACE_NAME_LABEL]: ns },
-      { [NAMESPACE_NAME_LABEL]: ns, [SCOPE_LABEL]: SCOPE_ENABLED },
+      ...REVIEWED_VALUES.map((value) => ({ [NAMESPACE_NAME_LABEL]: ns, [SCOPE_LABEL]: value })),
     ];
     if (labelled.some((labels) => matchesLabelSelector(live.namespaceSelector, labels))) {
       const own = ns === namespace ? 'the operator namespace ' : '';

@@ -149,15 +149,15 @@ export interface WebhookRegistrationOptions {
   logger?: Logger;
   registry?: Registry;
   /**
-   * Runs before each create or update of a configuration, with the live object (undefined: none yet) and
-   * the webhooks about to be written; the write waits for it and is retried later if it throws (the
-   * opt-in scope's migration, scope-migration.ts).
+   * What to write in place of the built webhooks, given the live ones (undefined: none yet), and when to
+   * look again; it may write first (the opt-in scope's labelling, scope-migration.ts). Errors abort the
+   * write, which is retried with backoff. Without it, the built webhooks.
    */
-  beforeWrite?: (
-    live: WebhookConfiguration | undefined,
-    webhooks: readonly Webhook[],
+  plan?: (
+    live: readonly Webhook[] | undefined,
+    want: readonly Webhook[],
     signal: AbortSignal,
-  ) => Promise<void>;
+  ) => Promise<{ webhooks: Webhook[]; requeueAfterMs?: number }>;
 }
 
 interface Target {
@@ -302,7 +302,7 @@ export class WebhookRegistration {
       this.#wait(key, ctx, 'no CA bundle for the serving certificate yet (files mode: ca.crt in --cert-dir)');
       return {};
     }
-    const want = withCaBundle<Webhook>(target.want.webhooks ?? [], toCaBundleField(pem));
+    const built = withCaBundle<Webhook>(target.want.webhooks ?? [], toCaBundleField(pem));
     const path = `${CONFIG_PATH}/${target.plural}`;
     for (let attempt = 0; attempt <= MAX_CONFLICT_RETRIES; attempt++) {
       // The live object before its owner: a configuration gone because the garbage collector removed it
@@ -318,6 +318,16 @@ export class WebhookRegistration {
       }
       const owner = ownerReference({ name: this.#owner, uid });
       const serving = hasReadyEndpoint(this.#slices.list());
+      // Nothing is planned for a configuration that waits for a serving endpoint anyway.
+      const planned =
+        this.#o.plan === undefined || (live === undefined && !serving)
+          ? { webhooks: built }
+          : await this.#o.plan(live?.webhooks, built, ctx.signal);
+      const want = planned.webhooks;
+      const next =
+        planned.requeueAfterMs === undefined
+          ? resync
+          : { requeueAfter: Math.min(resync.requeueAfter, planned.requeueAfterMs) };
       const action = registrationAction(live, want, owner, serving);
       if (action === 'wait') {
         const svc = `${this.#o.service.namespace}/${this.#o.service.name}`;
@@ -325,9 +335,8 @@ export class WebhookRegistration {
         return resync;
       }
       this.#waiting.delete(key);
-      if (action === 'none') return resync;
+      if (action === 'none') return next;
       const desired = { ...target.want, webhooks: want };
-      await this.#o.beforeWrite?.(live, want, ctx.signal);
       try {
         if (live === undefined)
           await this.#send({
@@ -355,7 +364,7 @@ export class WebhookRegistration {
         { kind: target.kind, webhooks: want.length },
         action === 'create' ? 'registered the webhook configuration' : 'restored the webhook configuration',
       );
-      return resync;
+      return next;
     }
     throw new Error(`${target.kind} ${this.#name} kept changing; not written`);
   }

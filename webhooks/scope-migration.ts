@@ -1,22 +1,25 @@
 // The switch from the cluster-wide registration to the opt-in scope (docs/admission.md, "Upgrading to the
-// opt-in scope"). Before the leader writes a workload webhook configuration whose selector is narrower than
-// the live one (a live configuration without the scope term, or none at all: a Go operator may have left
-// stamped objects behind), every namespace that holds a BerthLease with a target or a stamped object is
-// labelled into the scope. When it labelled any, it waits `settleMs` before the narrowed selector is
-// written: kube-apiserver matches selectors against its own cache of namespace labels, and the labels must
-// be in it first, or a managed Pod created during the switch could skip admission.
-//
-// The label is added with a merge patch of that one key (nothing else of the namespace is written); the
-// install limits the operator's namespace writes to exactly that (docs/admission.md, "Who may change the
-// scope").
+// opt-in scope"), as a plan for each write of the registration (registration.ts `plan`). While a live
+// configuration is not narrowed yet, the leader:
+//   1. labels every namespace that holds a BerthLease with a target or a stamped object `enabled` (a merge
+//      patch of that one key; the installs' admission policy lets the operator write nothing else);
+//   2. writes the configurations with the scope's guards but the workload webhooks still selecting every
+//      namespace, so nothing managed leaves review while the guards spread to every kube-apiserver;
+//   3. narrows the selectors only once the guards have been in place, and the last label it added has been,
+//      for SCOPE_SETTLE_MS, labelling again (and waiting again) any holder whose label went meanwhile.
+// Without any live configuration and without any holder (a first install) it narrows at once: there is
+// nothing to keep in review.
 import type { KubernetesObject, V1LabelSelector } from '@kubernetes/client-node';
 import {
   GROUP,
-  inAdmissionScope,
+  LEASE_SCOPE_WEBHOOK,
   MANAGED_UID,
+  NAMESPACE_SCOPE_WEBHOOK,
   PLURAL,
   SCOPE_ENABLED,
   SCOPE_LABEL,
+  SCOPE_LEAVING,
+  SCOPE_SETTLE_MS,
   VERSION,
 } from '../src/berth/api.ts';
 import { readJson, resourcePath } from '../src/kube/client.ts';
@@ -26,20 +29,49 @@ import type { Logger } from '../src/observability/logger.ts';
 import { KINDS } from '../src/workloads/model.ts';
 import { STAMPED_KINDS } from './scope.ts';
 
-/** Default wait between labelling namespaces and narrowing the selectors. */
-export const DEFAULT_SCOPE_SETTLE_MS = 5_000;
-
 const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const;
 
-/** Whether a selector already restricts to the opt-in scope (its `SCOPE_LABEL In [enabled]` term). */
+interface Selected {
+  name?: string;
+  namespaceSelector?: V1LabelSelector;
+}
+
+/** Whether a selector restricts to the opt-in scope (its `SCOPE_LABEL In [...]` term). */
 export function selectsScope(selector: V1LabelSelector | undefined): boolean {
-  return (selector?.matchExpressions ?? []).some(
-    (e) =>
-      e.key === SCOPE_LABEL &&
-      e.operator === 'In' &&
-      (e.values ?? []).length === 1 &&
-      e.values?.[0] === SCOPE_ENABLED,
+  return (selector?.matchExpressions ?? []).some((e) => e.key === SCOPE_LABEL && e.operator === 'In');
+}
+
+/** `webhooks` with the scope term taken out of every selector: every namespace but the excluded ones. */
+export function widened<W extends Selected>(webhooks: readonly W[]): W[] {
+  return webhooks.map((w) =>
+    selectsScope(w.namespaceSelector)
+      ? {
+          ...w,
+          namespaceSelector: {
+            ...w.namespaceSelector,
+            matchExpressions: (w.namespaceSelector?.matchExpressions ?? []).filter(
+              (e) => !(e.key === SCOPE_LABEL && e.operator === 'In'),
+            ),
+          },
+        }
+      : w,
   );
+}
+
+const hasGuards = (webhooks: readonly Selected[]): boolean =>
+  [LEASE_SCOPE_WEBHOOK, NAMESPACE_SCOPE_WEBHOOK].every((name) => webhooks.some((w) => w.name === name));
+
+export interface PlanInput<W extends Selected> {
+  /** The live configuration's webhooks; undefined when it does not exist. */
+  live: readonly W[] | undefined;
+  /** The webhooks as built (with the CA bundle). */
+  want: readonly W[];
+}
+
+export interface Plan<W> {
+  webhooks: W[];
+  /** Look again this soon (the settle period still running). */
+  requeueAfterMs?: number;
 }
 
 interface Listed {
@@ -48,61 +80,68 @@ interface Listed {
 
 export interface ScopeMigrationOptions {
   transport: KubeRequester;
-  settleMs?: number;
   clock?: Clock;
   logger?: Logger;
 }
 
 export class ScopeMigration {
   readonly #transport: KubeRequester;
-  readonly #settleMs: number;
   readonly #clock: Clock;
   readonly #log: Logger | undefined;
-  /** The migration in flight: the two configurations' writes share one. */
-  #running: Promise<string[]> | undefined;
-  /** No narrowed selector is written before this instant (the last labels' settle). */
-  #settledAt = 0;
+  /** When this leader first saw the guards live (or wrote them). */
+  #guardsSince: number | undefined;
+  /** When this leader last added a label. */
+  #labelledAt = Number.NEGATIVE_INFINITY;
+  /** The labelling in flight: the two configurations' plans share one. */
+  #running: Promise<{ holders: number }> | undefined;
 
   constructor(options: ScopeMigrationOptions) {
     this.#transport = options.transport;
-    this.#settleMs = options.settleMs ?? DEFAULT_SCOPE_SETTLE_MS;
     this.#clock = options.clock ?? realClock;
     this.#log = options.logger;
   }
 
-  /**
-   * Before writing `webhooks` over `live` (undefined: not registered yet): brings the namespaces that
-   * need it into scope first, when the write narrows the selector. Errors abort the write.
-   */
-  async beforeWrite(
-    live: { webhooks?: Array<{ namespaceSelector?: V1LabelSelector }> } | undefined,
-    webhooks: ReadonlyArray<{ namespaceSelector?: V1LabelSelector }>,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const narrows = webhooks.some((w) => selectsScope(w.namespaceSelector));
-    const liveScoped =
-      live !== undefined && (live.webhooks ?? []).some((w) => selectsScope(w.namespaceSelector));
-    if (!narrows || liveScoped) return;
-    this.#running ??= this.migrate(signal).finally(() => {
+  /** What to write in place of `want` now (see the header), after labelling where needed. */
+  async plan<W extends Selected>(input: PlanInput<W>, signal?: AbortSignal): Promise<Plan<W>> {
+    const want = [...input.want];
+    const narrows = want.some((w) => selectsScope(w.namespaceSelector));
+    const live = input.live;
+    if (!narrows || live?.some((w) => selectsScope(w.namespaceSelector))) return { webhooks: want };
+    this.#running ??= this.#label(signal).finally(() => {
       this.#running = undefined;
     });
-    await this.#running;
-    const wait = this.#settledAt - this.#clock.now();
-    if (wait > 0) await this.#clock.sleep(wait, signal);
+    const { holders } = await this.#running;
+    if (live === undefined && holders === 0 && this.#guardsSince === undefined) return { webhooks: want };
+    const now = this.#clock.now();
+    if (hasGuards(want)) {
+      // The validating configuration: the guards go out first (or are seen live).
+      if (live !== undefined && hasGuards(live)) this.#guardsSince ??= now;
+      else {
+        this.#guardsSince = now;
+        return { webhooks: widened(want), requeueAfterMs: SCOPE_SETTLE_MS };
+      }
+    }
+    const since = this.#guardsSince;
+    const ready = since === undefined ? undefined : Math.max(since, this.#labelledAt) + SCOPE_SETTLE_MS;
+    if (ready !== undefined && now >= ready) return { webhooks: want };
+    return { webhooks: widened(want), requeueAfterMs: ready === undefined ? SCOPE_SETTLE_MS : ready - now };
   }
 
-  /** Labels every namespace holding a BerthLease with a target or a stamped object; returns those it labelled. */
-  async migrate(signal?: AbortSignal): Promise<string[]> {
+  async #label(signal?: AbortSignal): Promise<{ holders: number }> {
     const holders = await this.#holders(signal);
     const inScope = new Set(
-      (await this.#list(resourcePath(NAMESPACES), `${SCOPE_LABEL}=${SCOPE_ENABLED}`, signal)).map(
-        (ns) => ns.metadata?.name ?? '',
-      ),
+      (
+        await this.#list(
+          resourcePath(NAMESPACES),
+          `${SCOPE_LABEL} in (${SCOPE_ENABLED},${SCOPE_LEAVING})`,
+          signal,
+        )
+      ).map((ns) => ns.metadata?.name ?? ''),
     );
     const labelled: string[] = [];
     for (const namespace of [...holders].sort()) {
       if (inScope.has(namespace)) continue;
-      const written = await readJson<KubernetesObject>(
+      await readJson<KubernetesObject>(
         await this.#transport.request({
           method: 'PATCH',
           path: resourcePath(NAMESPACES, namespace),
@@ -111,17 +150,16 @@ export class ScopeMigration {
           ...(signal ? { signal } : {}),
         }),
       );
-      if (!inAdmissionScope(written.metadata?.labels))
-        throw new Error(`namespace ${namespace} was not labelled`);
       labelled.push(namespace);
     }
-    if (labelled.length > 0) this.#settledAt = this.#clock.now() + this.#settleMs;
-    if (labelled.length > 0)
+    if (labelled.length > 0) {
+      this.#labelledAt = this.#clock.now();
       this.#log?.info(
         { namespaces: labelled },
         'namespaces holding managed workloads brought into the workload admission scope',
       );
-    return labelled;
+    }
+    return { holders: holders.size };
   }
 
   /** The namespaces that hold a BerthLease with a target or an object with a lease's stamp. */

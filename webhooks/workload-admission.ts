@@ -18,7 +18,7 @@ import { kubeAdmissionIO } from './kube-io.ts';
 import type { LeaseCache } from './leases.ts';
 import { type CounterSeries, type HistogramSeries, readMetrics } from './metrics.ts';
 import type { AdmissionRequest, Decision } from './review.ts';
-import { decideScopeReview } from './scope.ts';
+import { decideScopeReview, type ScopeEntries } from './scope.ts';
 import type { AdmissionHandler } from './server.ts';
 
 export interface WorkloadAdmissionOptions {
@@ -28,6 +28,8 @@ export interface WorkloadAdmissionOptions {
   operatorUser: string;
   /** `--workload-admission-scope`: with opt-in, the scope's guards are served too. */
   scope: AdmissionScope;
+  /** The namespaces of the scope as this replica sees them (the guards'); without it, none is known. */
+  scopeEntries?: ScopeEntries;
   /** The BerthLease informer (every replica keeps it); without it, every lease lookup is a live read. */
   leaseCache?: LeaseCache;
   registry: Registry;
@@ -40,6 +42,7 @@ export function workloadAdmissionHandlers(options: WorkloadAdmissionOptions): Ad
   const metrics = readMetrics(options.registry);
   const clock = options.clock ?? realClock;
   const now = (): number => clock.now();
+  const entries: ScopeEntries = options.scopeEntries ?? { entry: () => undefined };
   const handler = (
     path: string,
     decide: (request: AdmissionRequest, io: AdmissionIO) => Promise<Decision>,
@@ -78,7 +81,13 @@ export function workloadAdmissionHandlers(options: WorkloadAdmissionOptions): Ad
   return [
     handler(MUTATE_WORKLOADS_PATH, workloads('mutate')),
     handler(VALIDATE_WORKLOADS_PATH, workloads('validate')),
-    ...(options.scope === AdmissionScope.OptIn ? [handler(VALIDATE_SCOPE_PATH, decideScopeReview)] : []),
+    ...(options.scope === AdmissionScope.OptIn
+      ? [
+          handler(VALIDATE_SCOPE_PATH, (request, io) =>
+            decideScopeReview(request, { io, scope: entries, operatorUser: options.operatorUser, now }),
+          ),
+        ]
+      : []),
   ];
 }
 

@@ -62,6 +62,9 @@ export const AdmissionScope = {
   All: 'all',
 } as const;
 export type AdmissionScope = (typeof AdmissionScope)[keyof typeof AdmissionScope];
+/** The scope label's value ('' when absent). */
+export const scopeValue = (labels: Readonly<Record<string, string>> | undefined): string =>
+  labels?.[SCOPE_LABEL] ?? '';
 /** Whether a namespace's labels put it in the opt-in scope (entered, or leaving: still reviewed). */
 export const inAdmissionScope = (labels: Readonly<Record<string, string>> | undefined): boolean =>
   labels?.[SCOPE_LABEL] === SCOPE_ENABLED || labels?.[SCOPE_LABEL] === SCOPE_LEAVING;

@@ -265,8 +265,10 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
     const inScope = this.#scope.cached(namespace);
     if (inScope === true) return undefined;
     if (inScope === false)
-      // The namespace informer reconciles the lease again when the namespace enters the scope.
-      return { ok: false, message: outOfScopeMessage(namespace), retryAfterMs: undefined };
+      // Reconciled again at once when the namespace enters the scope (the informer), and every second
+      // meanwhile, as for a target without an admission record: a target created out of review is kept
+      // stopped.
+      return { ok: false, message: outOfScopeMessage(namespace), retryAfterMs: REQUEUE_ON_FAILURE_MS };
     return {
       ok: false,
       message: 'the namespaces of the workload admission scope are not known yet',

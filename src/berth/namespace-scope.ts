@@ -1,24 +1,19 @@
-// Which namespaces are in the opt-in workload admission scope, as the BerthLease controller sees them
-// (docs/admission.md, "The admission scope"): an informer of the namespaces carrying the scope label, kept
-// on every replica, which the controller watches (a namespace entering or leaving the scope reconciles
-// its leases at once), and a live read for the moment a workload is about to be activated.
+// Which namespaces are in the opt-in workload admission scope, as this replica sees them
+// (docs/admission.md, "The admission scope"): an informer of the namespaces labelled `enabled` or `leaving`,
+// kept on every replica. The BerthLease controller watches it (a namespace entering or leaving the scope
+// reconciles its leases at once) and reads it live for the moment a workload is about to be activated; the
+// scope's guards and the exit controller read since when this replica has seen each namespace's value,
+// which is never earlier than when it was written (an informer lags, it never leads).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { isNotFound, readJson, resourcePath } from '../kube/client.ts';
-import type { Clock } from '../kube/clock.ts';
+import { type Clock, realClock } from '../kube/clock.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeRequester } from '../kube/transport.ts';
 import type { Logger } from '../observability/logger.ts';
-import { inAdmissionScope, SCOPE_ENABLED, SCOPE_LABEL } from './api.ts';
+import { inAdmissionScope, SCOPE_ENABLED, SCOPE_LABEL, SCOPE_LEAVING, scopeValue } from './api.ts';
 
 const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const;
-
-export interface NamespaceScopeOptions {
-  transport: KubeRequester;
-  clock?: Clock;
-  logger?: Logger;
-  registry?: Registry;
-}
 
 /** What the managed path asks of the scope (NamespaceScope; tests pass a fake). */
 export interface ScopeView {
@@ -28,28 +23,70 @@ export interface ScopeView {
   live(namespace: string, signal?: AbortSignal): Promise<boolean>;
 }
 
+/** A namespace in the scope as this replica has seen it: its value, and since when it has seen it. */
+export interface ScopeEntry {
+  value: typeof SCOPE_ENABLED | typeof SCOPE_LEAVING;
+  /** This replica's clock when it first saw the namespace with this value (epoch ms). */
+  since: number;
+  /** The namespace's resourceVersion when last seen (the exit controller's write is guarded by it). */
+  resourceVersion: string;
+}
+
+export interface NamespaceScopeOptions {
+  transport: KubeRequester;
+  clock?: Clock;
+  logger?: Logger;
+  registry?: Registry;
+}
+
 export class NamespaceScope implements ScopeView {
   /** The namespaces in scope (label-selected: one that leaves the scope is a deletion here). */
   readonly informer: Informer<KubernetesObject>;
   readonly #transport: KubeRequester;
+  readonly #clock: Clock;
+  readonly #seen = new Map<string, ScopeEntry>();
 
   constructor(options: NamespaceScopeOptions) {
     this.#transport = options.transport;
+    this.#clock = options.clock ?? realClock;
     this.informer = new Informer<KubernetesObject>({
       name: 'admission-scope-namespaces',
       transport: options.transport,
       resource: NAMESPACES,
-      labelSelector: `${SCOPE_LABEL}=${SCOPE_ENABLED}`,
+      labelSelector: `${SCOPE_LABEL} in (${SCOPE_ENABLED},${SCOPE_LEAVING})`,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
     });
+    const observe = (ns: KubernetesObject): void => {
+      const name = ns.metadata?.name ?? '';
+      const value = scopeValue(ns.metadata?.labels);
+      if (value !== SCOPE_ENABLED && value !== SCOPE_LEAVING) {
+        this.#seen.delete(name);
+        return;
+      }
+      const before = this.#seen.get(name);
+      const since = before?.value === value ? before.since : this.#clock.now();
+      this.#seen.set(name, { value, since, resourceVersion: ns.metadata?.resourceVersion ?? '' });
+    };
+    this.informer.addEventHandler({
+      onAdd: observe,
+      onUpdate: (_old, ns) => observe(ns),
+      onDelete: (ns) => {
+        this.#seen.delete(ns.metadata?.name ?? '');
+      },
+    });
   }
 
-  /** From the cache: whether `namespace` is in scope; undefined until the informer has listed once. */
-  cached(namespace: string): boolean | undefined {
+  /** How this replica sees `namespace`: in scope with its value, outside ('out'), or undefined before the first list. */
+  entry(namespace: string): ScopeEntry | 'out' | undefined {
     if (!this.informer.hasSynced()) return undefined;
-    return this.informer.get(namespace) !== undefined;
+    return this.#seen.get(namespace) ?? 'out';
+  }
+
+  cached(namespace: string): boolean | undefined {
+    const e = this.entry(namespace);
+    return e === undefined ? undefined : e !== 'out';
   }
 
   /** A live read (GET of the Namespace): whether it is in scope now. A gone namespace is not. */

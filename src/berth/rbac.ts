@@ -10,7 +10,7 @@ import type {
   V1ValidatingAdmissionPolicy,
   V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
-import { GROUP, PLURAL, SCOPE_ENABLED, SCOPE_LABEL } from './api.ts';
+import { GROUP, PLURAL, SCOPE_ENABLED, SCOPE_LABEL, SCOPE_LEAVING } from './api.ts';
 
 export const berthLeaseRules: readonly V1PolicyRule[] = [
   { apiGroups: [GROUP], resources: [PLURAL], verbs: ['get', 'list', 'watch', 'patch'] },
@@ -103,10 +103,11 @@ const unchanged = (field: string): string =>
   `has(object.metadata.${field}) == has(oldObject.metadata.${field}) && (!has(object.metadata.${field}) || object.metadata.${field} == oldObject.metadata.${field})`;
 
 /**
- * A ValidatingAdmissionPolicy and its binding that let `username` (the operator) change a namespace in one
- * way only: add the scope label with its value. RBAC cannot narrow `patch` to one label, and the right to
- * relabel every namespace would otherwise include removing, say, a Pod Security label. Evaluated by
- * kube-apiserver itself: nothing of the operator needs to run for it.
+ * A ValidatingAdmissionPolicy and its binding that let `username` (the operator) change a namespace in two
+ * ways only: add the scope label with the value `enabled` where it has none (the upgrade's labelling), and
+ * remove it where it says `leaving` (the exit controller). RBAC cannot narrow `patch` to one label, and the
+ * right to relabel every namespace would otherwise include removing, say, a Pod Security label. Evaluated
+ * by kube-apiserver itself: nothing of the operator needs to run for it.
  */
 export function namespaceWritesPolicy(
   username: string,
@@ -114,14 +115,14 @@ export function namespaceWritesPolicy(
   const S = JSON.stringify(SCOPE_LABEL).replaceAll('"', "'");
   const labels = 'object.metadata.labels';
   const oldLabels = 'oldObject.metadata.labels';
-  const message = `the operator may only add the label ${SCOPE_LABEL}=${SCOPE_ENABLED} to a namespace`;
+  const message = `the operator may only add the label ${SCOPE_LABEL}=${SCOPE_ENABLED} to a namespace without it, or remove it when it says ${SCOPE_LEAVING}`;
   const validations = [
     // An empty subresource is absent from the request.
     `!has(request.subResource) || request.subResource == ''`,
-    // Every label it keeps or adds is as it was, but the scope label, which can only say enabled.
-    `!has(${labels}) || ${labels}.all(k, k == ${S} ? ${labels}[k] == '${SCOPE_ENABLED}' : (has(${oldLabels}) && k in ${oldLabels} && ${oldLabels}[k] == ${labels}[k]))`,
-    // None is removed.
-    `!has(${oldLabels}) || ${oldLabels}.all(k, has(${labels}) && k in ${labels})`,
+    // Every label it keeps or adds is as it was, but the scope label, which it may only add as enabled.
+    `!has(${labels}) || ${labels}.all(k, k == ${S} ? (${labels}[k] == '${SCOPE_ENABLED}' && (!has(${oldLabels}) || !(k in ${oldLabels}) || ${oldLabels}[k] == '${SCOPE_ENABLED}')) : (has(${oldLabels}) && k in ${oldLabels} && ${oldLabels}[k] == ${labels}[k]))`,
+    // None is removed, but the scope label when it says leaving.
+    `!has(${oldLabels}) || ${oldLabels}.all(k, (has(${labels}) && k in ${labels}) || (k == ${S} && ${oldLabels}[k] == '${SCOPE_LEAVING}'))`,
     unchanged('annotations'),
     unchanged('finalizers'),
     unchanged('ownerReferences'),

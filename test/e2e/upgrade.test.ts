@@ -1,7 +1,8 @@
 // The upgrade from the cluster-wide registration (`--workload-admission-scope=all`, the Go operator's and
 // earlier installs' behaviour) to the opt-in scope, as a rolling update does it: a replica of the new mode
 // joins, the old one stops, the new leader labels the namespace that holds the managed workload into the
-// scope, waits for kube-apiserver's caches and only then narrows the webhooks' selectors. Meanwhile Pods of
+// scope, registers the scope's guards with the selectors still cluster-wide, waits for kube-apiserver's
+// caches and only then narrows the webhooks' selectors. Meanwhile Pods of
 // the managed chain are created the whole time, as its ReplicaSet controller would: every one that is
 // admitted is born gated (docs/admission.md, "Upgrading to the opt-in scope"). The managed workload keeps
 // running through it, and afterwards a namespace outside the scope is no longer reviewed.
@@ -165,11 +166,9 @@ it.skipIf(external)(
     // ReplicaSet controller removes the surplus).
     expect(await workload()).toMatchObject({ phase: 'Active', token: before.token });
     expect((await running()).length).toBeGreaterThanOrEqual(1);
-    // The namespace stays in scope: it holds the lease.
+    // The namespace stays in scope: it leaves only in two steps, and only once nothing managed is left.
     const leaving = await cluster.t.kubectl(['label', 'namespace', LEGACY, `${SCOPE_LABEL}-`]);
-    expect(leaving.stderr).toContain(
-      'cannot leave the workload admission scope while it holds BerthLease "web"',
-    );
+    expect(leaving.stderr).toContain('leaves the workload admission scope in two steps');
     // Outside the scope, a Pod whose owner is gone is not reviewed (in scope it would be denied).
     await cluster.core.createNamespacedPod({
       namespace: PLAIN,

@@ -13,7 +13,7 @@ import { rejection } from '../../helpers/rejection.ts';
 
 const OPERATOR = 'berth-operator-under-test';
 const DENIED =
-  'the operator may only add the label berth.skaphos.io/workload-admission=enabled to a namespace';
+  'the operator may only add the label berth.skaphos.io/workload-admission=enabled to a namespace without it, or remove it when it says leaving';
 
 let t: TestCluster;
 let operator: TestUser;
@@ -74,8 +74,10 @@ describe('the operator’s namespace writes', () => {
     // Unchanged, the patch is a no-op and passes.
     await patch(asOperator, ns, { metadata: { labels: { [SCOPE_LABEL]: 'enabled' } } });
     for (const body of [
+      // Removing it while it says enabled, or changing it.
       { metadata: { labels: { [SCOPE_LABEL]: null } } },
       { metadata: { labels: { [SCOPE_LABEL]: 'off' } } },
+      { metadata: { labels: { [SCOPE_LABEL]: 'leaving' } } },
       { metadata: { labels: { 'pod-security.kubernetes.io/enforce': null } } },
       { metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } } },
       { metadata: { labels: { extra: 'x' } } },
@@ -92,6 +94,20 @@ describe('the operator’s namespace writes', () => {
       'pod-security.kubernetes.io/enforce': 'restricted',
       [SCOPE_LABEL]: 'enabled',
     });
+  });
+
+  it('may remove the scope label when it says leaving, and not turn it back', async () => {
+    const ns = await t.namespace('leaving', { [SCOPE_LABEL]: 'leaving', team: 'a' });
+    await enforced(ns);
+    expect(
+      await rejection(patch(asOperator, ns, { metadata: { labels: { [SCOPE_LABEL]: 'enabled' } } })),
+    ).toContain(DENIED);
+    expect(
+      await rejection(patch(asOperator, ns, { metadata: { labels: { [SCOPE_LABEL]: null, team: null } } })),
+    ).toContain(DENIED);
+    const removed = await patch(asOperator, ns, { metadata: { labels: { [SCOPE_LABEL]: null } } });
+    expect(removed.metadata?.labels?.[SCOPE_LABEL]).toBeUndefined();
+    expect(removed.metadata?.labels?.team).toBe('a');
   });
 
   it('do not bind anyone else', async () => {

@@ -29,7 +29,7 @@ import { ManagedWorkloads } from '../../../src/berth/managed-workloads.ts';
 import { NamespaceScope } from '../../../src/berth/namespace-scope.ts';
 import { berthLeaseRbacObjects } from '../../../src/berth/rbac.ts';
 import { isConflict } from '../../../src/kube/client.ts';
-import type { Clock } from '../../../src/kube/clock.ts';
+import { type Clock, realClock } from '../../../src/kube/clock.ts';
 import { EventRecorder, eventSinkFor } from '../../../src/kube/events.ts';
 import { KubeTransport } from '../../../src/kube/transport.ts';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
@@ -38,6 +38,8 @@ import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
+import { kubeAdmissionIO } from '../../../webhooks/kube-io.ts';
+import { ScopeExit } from '../../../webhooks/scope-exit.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { kubeWorkloadAdmission } from '../../../webhooks/workload-admission.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
@@ -90,6 +92,8 @@ export async function until<T>(
 
 export { rejection } from '../../helpers/rejection.ts';
 
+import { whenSettled } from '../../helpers/rejection.ts';
+
 /** A Deployment of `replicas` whose Pods carry `app=<name>`. */
 export const appDeployment = (name: string, replicas: number): V1Deployment => ({
   metadata: { name },
@@ -121,6 +125,7 @@ export class ManagedCluster {
   readonly #operator: ServiceAccountUser;
   #server: AdmissionServer | undefined;
   #admissionTransport: KubeTransport | undefined;
+  #scope: NamespaceScope | undefined;
   #route: ServiceRoute | undefined;
   #caBundle: string | undefined;
   readonly admissionRegistry: Registry = createRegistry({ defaultMetrics: false });
@@ -179,10 +184,16 @@ export class ManagedCluster {
     const ca = await createAuthority('berth-webhook-ca');
     const pair = await ca.serving([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
     this.#admissionTransport = new KubeTransport(this.operatorKubeConfig());
+    // The webhook replica's own view of the scope, as every replica of `run` keeps it.
+    this.#scope?.informer.stop();
+    this.#scope = new NamespaceScope({ transport: this.#admissionTransport });
+    this.#scope.informer.start();
+    await this.#scope.informer.waitForSync();
     const handlers = kubeWorkloadAdmission({
       transport: this.#admissionTransport,
       operatorUser: OPERATOR_USER,
       scope: 'opt-in',
+      scopeEntries: this.#scope,
       registry: this.admissionRegistry,
     });
     this.#server = new AdmissionServer({
@@ -245,7 +256,7 @@ export class ManagedCluster {
     const metadata = { name, ...(finalizers.length > 0 ? { finalizers } : {}) };
     const body = { apiVersion: `${GROUP}/${VERSION}`, kind: 'BerthLease', metadata, spec };
     return parseBerthLease(
-      await this.custom.createNamespacedCustomObject({ ...this.ref(), namespace, body }),
+      await whenSettled(() => this.custom.createNamespacedCustomObject({ ...this.ref(), namespace, body })),
     );
   }
 
@@ -306,6 +317,8 @@ export class ManagedCluster {
   async stopWebhooks(): Promise<void> {
     await this.#server?.close();
     this.#server = undefined;
+    await this.#scope?.informer.stop();
+    this.#scope = undefined;
     await this.#admissionTransport?.close();
     this.#admissionTransport = undefined;
   }
@@ -384,6 +397,17 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
     ...(o.handOverOnStop ? { handOverOnStop: true } : {}),
   });
   managed.attach(controller);
+  // The leader's last step of a namespace's leaving the scope, as `run` wires it.
+  const exit = new ScopeExit({
+    namespaces: scope.informer,
+    scope,
+    io: () => kubeAdmissionIO(transport),
+    transport,
+    clock: realClock,
+    recorder,
+    logger,
+    registry,
+  });
   let started = false;
   let stopped: Promise<void> | undefined;
   return {
@@ -422,11 +446,12 @@ export function createManagedOperator(cluster: ManagedCluster, o: ManagedOperato
       await managed.waitForCaches();
       await controller.start();
       await managed.startControllers();
+      await exit.start();
     },
     stop() {
       stopped ??= (async () => {
         if (started) {
-          await Promise.all([controller.stop(), managed.stopControllers()]);
+          await Promise.all([controller.stop(), managed.stopControllers(), exit.stop()]);
           await managed.stopCaches();
         }
         await scope.informer.stop();

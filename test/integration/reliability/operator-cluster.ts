@@ -28,6 +28,7 @@ import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { IN_SCOPE, type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { type OperatorProcess, startOperatorProcess } from '../../helpers/operator-process.ts';
+import { whenSettled } from '../../helpers/rejection.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 
 export const OPERATOR_NS = 'berth-system';
@@ -242,7 +243,9 @@ export class OperatorCluster {
 
   async createLease(name: string, spec: BerthLeaseSpec): Promise<BerthLease> {
     const body = { apiVersion: `${GROUP}/${VERSION}`, kind: 'BerthLease', metadata: { name }, spec };
-    return parseBerthLease(await this.custom.createNamespacedCustomObject({ ...this.ref(), body }));
+    return parseBerthLease(
+      await whenSettled(() => this.custom.createNamespacedCustomObject({ ...this.ref(), body })),
+    );
   }
 
   async lease(name: string): Promise<BerthLease | undefined> {

@@ -256,7 +256,7 @@ describe('the opt-in admission scope', () => {
     const scope = new FakeScope();
     scope.cachedView = false;
     const w = setup({ scope, replicas: 2 });
-    expect(await w.reconcile()).toEqual({});
+    expect(await w.reconcile()).toEqual({ requeueAfter: 1_000 });
     expect(findCondition(w.store.stored('web').status, 'Acquired')).toMatchObject({
       status: 'False',
       reason: 'AdmissionRequired',

@@ -281,7 +281,11 @@ describe('configurationCheck', () => {
 
 describe('the opt-in scope', () => {
   const optIn = { namespace: 'berth-system', caBundle: 'Q0E=', scope: 'opt-in' } as const;
-  const SCOPED = { key: 'berth.skaphos.io/workload-admission', operator: 'In', values: ['enabled'] };
+  const SCOPED = {
+    key: 'berth.skaphos.io/workload-admission',
+    operator: 'In',
+    values: ['enabled', 'leaving'],
+  };
   const EXCLUDED = {
     key: 'kubernetes.io/metadata.name',
     operator: 'NotIn',
@@ -311,13 +315,8 @@ describe('the opt-in scope', () => {
       matchPolicy: 'Equivalent',
       sideEffects: 'None',
       timeoutSeconds: 10,
-      // Only namespaces outside the scope: kube-apiserver's own view of the labels decides.
-      namespaceSelector: {
-        matchExpressions: [
-          EXCLUDED,
-          { key: 'berth.skaphos.io/workload-admission', operator: 'NotIn', values: ['enabled'] },
-        ],
-      },
+      // Every namespace: the serving replica decides by how long it has seen the namespace in scope.
+      namespaceSelector: { matchExpressions: [EXCLUDED] },
       matchConditions: [{ name: 'has-target', expression: 'has(object.spec) && has(object.spec.target)' }],
       rules: [
         {
@@ -329,8 +328,8 @@ describe('the opt-in scope', () => {
         },
       ],
     });
-    const scoped = (o: string) =>
-      `(has(${o}.metadata.labels) && 'berth.skaphos.io/workload-admission' in ${o}.metadata.labels && ${o}.metadata.labels['berth.skaphos.io/workload-admission'] == 'enabled')`;
+    const value = (o: string) =>
+      `((has(${o}.metadata.labels) && 'berth.skaphos.io/workload-admission' in ${o}.metadata.labels) ? ${o}.metadata.labels['berth.skaphos.io/workload-admission'] : '')`;
     expect(ns).toEqual({
       name: 'namespace-scope.berth.skaphos.io',
       admissionReviewVersions: ['v1'],
@@ -342,7 +341,10 @@ describe('the opt-in scope', () => {
       // A namespace's own UPDATE is matched against its new labels: no scope term here.
       namespaceSelector: { matchExpressions: [EXCLUDED] },
       matchConditions: [
-        { name: 'leaves-scope', expression: `${scoped('oldObject')} && !${scoped('object')}` },
+        {
+          name: 'changes-the-scope',
+          expression: `${value('oldObject')} in ['enabled', 'leaving'] && ${value('object')} != ${value('oldObject')}`,
+        },
       ],
       rules: [
         {

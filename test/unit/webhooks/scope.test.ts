@@ -1,22 +1,26 @@
-// The opt-in scope's guards (webhooks/scope.ts): a BerthLease with a target outside the scope is refused
-// without a read; a namespace leaving the scope is refused while it holds a BerthLease with a target or a
-// stamped object, named in the denial, and a failed read refuses too. Their wiring to kube-apiserver
-// (selectors, matchConditions) is tested on the real control plane: test/integration/webhooks/scope.test.ts.
+// The opt-in scope's guards (webhooks/scope.ts): a BerthLease with a target is admitted only once its
+// namespace has been `enabled` for the settle period as this replica saw it; a namespace leaves the scope in
+// two steps, the last one the operator's, once it has been `leaving` for the settle period and nothing
+// managed is left (named in the denial); a failed read refuses. Their wiring to kube-apiserver (selectors,
+// matchConditions) and the exit controller are tested on the real control plane:
+// test/integration/managed/scope.test.ts.
 import { describe, expect, it } from 'vitest';
+import { SCOPE_SETTLE_MS } from '../../../src/berth/api.ts';
 import { KubeApiError } from '../../../src/kube/client.ts';
 import type { JsonObject } from '../../../src/workloads/model.ts';
 import { type AdmissionRequest, admissionRequestSchema } from '../../../webhooks/review.ts';
-import { decideScopeReview, ScopeMessage } from '../../../webhooks/scope.ts';
+import { decideScopeReview, type ScopeEntries, ScopeMessage } from '../../../webhooks/scope.ts';
 import { FakeIO } from '../../fixtures/webhooks/fake-io.ts';
-import { berthLease, NS, stamped, workload } from '../../fixtures/webhooks/objects.ts';
+import { berthLease, NS, OPERATOR_USER, stamped, workload } from '../../fixtures/webhooks/objects.ts';
 
 const SCOPE = 'berth.skaphos.io/workload-admission';
+const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);
 
 function review(
   kind: { group: string; version: string; kind: string; resource: string },
   operation: 'CREATE' | 'UPDATE' | 'DELETE',
   object: JsonObject,
-  o: { old?: JsonObject; namespace?: string; name?: string } = {},
+  o: { old?: JsonObject; namespace?: string; name?: string; username?: string } = {},
 ): AdmissionRequest {
   const { resource, ...gvk } = kind;
   return admissionRequestSchema.parse({
@@ -26,7 +30,7 @@ function review(
     ...(o.namespace === undefined ? {} : { namespace: o.namespace }),
     name: o.name ?? '',
     operation,
-    userInfo: { username: 'alice' },
+    userInfo: { username: o.username ?? 'alice' },
     object,
     oldObject: o.old ?? null,
   });
@@ -40,100 +44,132 @@ const namespace = (labels: Record<string, string>): JsonObject => ({
   kind: 'Namespace',
   metadata: { name: NS, labels: { 'kubernetes.io/metadata.name': NS, ...labels } },
 });
-const IN = namespace({ [SCOPE]: 'enabled' });
+const ENABLED = namespace({ [SCOPE]: 'enabled' });
+const LEAVING = namespace({ [SCOPE]: 'leaving' });
 const OUT = namespace({});
-const leave = (to: JsonObject = OUT): AdmissionRequest =>
-  review(NAMESPACE, 'UPDATE', to, { old: IN, name: NS });
 
-describe('a BerthLease outside the scope', () => {
-  it('is refused when it has a target, with the command that opts the namespace in', async () => {
+/** This replica's view: the namespace with `value`, seen since `agoMs` before NOW. */
+const seen = (value: string | 'out' | undefined, agoMs = SCOPE_SETTLE_MS): ScopeEntries => ({
+  entry: () =>
+    value === undefined || value === 'out' ? value : { value, since: NOW - agoMs, resourceVersion: '7' },
+});
+
+const decide = (req: AdmissionRequest, scope: ScopeEntries, io = new FakeIO()) =>
+  decideScopeReview(req, { io, scope, operatorUser: OPERATOR_USER, now: () => NOW });
+
+const targeted = () => berthLease('web', { target: { kind: 'Deployment', name: 'web' } });
+const createLease = (lease = targeted()) => review(LEASE, 'CREATE', lease, { namespace: NS, name: 'web' });
+const relabel = (from: JsonObject, to: JsonObject, username?: string) =>
+  review(NAMESPACE, 'UPDATE', to, { old: from, name: NS, ...(username ? { username } : {}) });
+
+describe('a BerthLease with a target', () => {
+  it('is admitted once the namespace has been in the scope for the settle period, without a read', async () => {
     const io = new FakeIO();
-    const lease = berthLease('web', { target: { kind: 'Deployment', name: 'web' } });
-    const d = await decideScopeReview(review(LEASE, 'CREATE', lease, { namespace: NS, name: 'web' }), io);
-    expect(d).toEqual({
-      allowed: false,
-      code: 403,
-      reason: 'out-of-scope',
-      message: ScopeMessage.leaseOutOfScope(NS),
-    });
-    expect(ScopeMessage.leaseOutOfScope(NS)).toBe(
-      'BerthLeases with spec.target are only admitted in namespaces in the workload admission scope, and "shop" is not in it: a cluster admin opts it in with `kubectl label namespace shop berth.skaphos.io/workload-admission=enabled`',
-    );
+    expect(await decide(createLease(), seen('enabled'), io)).toEqual({ allowed: true });
     expect(io.calls).toEqual([]);
   });
 
-  it('is allowed without a target (lease-only needs no admission), and on other operations', async () => {
-    const io = new FakeIO();
-    const leaseOnly = berthLease('ingest');
-    expect((await decideScopeReview(review(LEASE, 'CREATE', leaseOnly, { namespace: NS }), io)).allowed).toBe(
-      true,
+  it('is refused while the namespace entered the scope moments ago, saying when to retry', async () => {
+    expect(await decide(createLease(), seen('enabled', 1_200))).toEqual({
+      allowed: false,
+      code: 403,
+      reason: 'scope-settling',
+      message: ScopeMessage.leaseSettling(NS, SCOPE_SETTLE_MS - 1_200),
+    });
+    expect(ScopeMessage.leaseSettling(NS, 3_800)).toBe(
+      'namespace "shop" entered the workload admission scope moments ago: BerthLeases with spec.target are admitted once every API server reviews it, in 4 s; retry then',
     );
-    const managed = berthLease('web', { target: { kind: 'Deployment', name: 'web' } });
+  });
+
+  it('is refused outside the scope (with the opt-in command), while leaving, and before the first list', async () => {
+    expect(await decide(createLease(), seen('out'))).toMatchObject({
+      allowed: false,
+      reason: 'out-of-scope',
+      message:
+        'BerthLeases with spec.target are only admitted in namespaces in the workload admission scope, and "shop" is not in it: a cluster admin opts it in with `kubectl label namespace shop berth.skaphos.io/workload-admission=enabled`',
+    });
+    expect(await decide(createLease(), seen('leaving', 60_000))).toMatchObject({
+      allowed: false,
+      reason: 'scope-leaving',
+    });
+    expect(await decide(createLease(), seen(undefined))).toMatchObject({
+      allowed: false,
+      code: 503,
+      reason: 'scope-unknown',
+    });
+  });
+
+  it('a lease-only BerthLease needs no scope, and only CREATEs are judged', async () => {
     expect(
-      (await decideScopeReview(review(LEASE, 'UPDATE', managed, { namespace: NS, old: managed }), io))
-        .allowed,
+      (await decide(review(LEASE, 'CREATE', berthLease('ingest'), { namespace: NS }), seen('out'))).allowed,
     ).toBe(true);
-    expect(io.calls).toEqual([]);
+    const managed = targeted();
+    expect(
+      (await decide(review(LEASE, 'UPDATE', managed, { namespace: NS, old: managed }), seen('out'))).allowed,
+    ).toBe(true);
   });
 });
 
 describe('a namespace leaving the scope', () => {
-  it('is allowed when it holds nothing managed (lease-only leases and unstamped workloads included)', async () => {
+  it('switches between enabled and leaving freely, and other label changes are not judged', async () => {
+    const io = new FakeIO();
+    io.addLease(targeted());
+    for (const [from, to] of [
+      [ENABLED, LEAVING],
+      [LEAVING, ENABLED],
+      [ENABLED, namespace({ [SCOPE]: 'enabled', team: 'a' })],
+      [OUT, ENABLED],
+    ] as const)
+      expect((await decide(relabel(from, to), seen('enabled'), io)).allowed).toBe(true);
+    expect(io.calls).toEqual([]);
+  });
+
+  it('loses the label only in two steps: nobody removes or changes it from enabled', async () => {
+    for (const to of [OUT, namespace({ [SCOPE]: 'off' })])
+      for (const username of ['alice', OPERATOR_USER])
+        expect(await decide(relabel(ENABLED, to, username), seen('enabled'))).toEqual({
+          allowed: false,
+          code: 403,
+          reason: 'scope-exit',
+          message:
+            'namespace "shop" leaves the workload admission scope in two steps: `kubectl label namespace shop berth.skaphos.io/workload-admission=leaving --overwrite`, then the operator removes the label once nothing managed is left in it',
+        });
+  });
+
+  it('from leaving, only the operator removes it, once leaving has settled and nothing managed is left', async () => {
     const io = new FakeIO();
     io.addLease(berthLease('ingest'));
     io.addWorkload('Deployment', workload('Deployment', 'plain'));
-    io.addWorkload('Pod', workload('Pod', 'plain-1'));
-    expect(await decideScopeReview(leave(), io)).toEqual({ allowed: true });
-    expect(io.calls.map((c) => c.op).sort()).toEqual([
-      'list-leases',
-      'list-stamped',
-      'list-stamped',
-      'list-stamped',
-      'list-stamped',
-      'list-stamped',
-      'list-stamped',
-    ]);
+    expect((await decide(relabel(LEAVING, OUT, 'alice'), seen('leaving'), io)).allowed).toBe(false);
+    expect(await decide(relabel(LEAVING, OUT, OPERATOR_USER), seen('leaving', 1_000), io)).toMatchObject({
+      allowed: false,
+      reason: 'scope-settling',
+    });
+    expect(io.calls).toEqual([]);
+    expect(await decide(relabel(LEAVING, OUT, OPERATOR_USER), seen('leaving'), io)).toEqual({
+      allowed: true,
+    });
+    expect(io.calls.filter((c) => c.op === 'list-stamped')).toHaveLength(6);
   });
 
-  it('is refused while a BerthLease with a target is there, named first', async () => {
+  it('is refused while a BerthLease with a target or a stamped object is left, naming it', async () => {
     const io = new FakeIO();
-    io.addLease(berthLease('web', { target: { kind: 'Deployment', name: 'web' } }));
-    io.addWorkload('Pod', stamped('Pod', workload('Pod', 'web-1'), { name: 'web', uid: 'u', targetUID: '' }));
-    expect(await decideScopeReview(leave(), io)).toEqual({
+    io.addLease(targeted());
+    expect(await decide(relabel(LEAVING, OUT, OPERATOR_USER), seen('leaving'), io)).toMatchObject({
       allowed: false,
-      code: 403,
       reason: 'scope-in-use',
       message:
         'namespace "shop" cannot leave the workload admission scope while it holds BerthLease "web" (its target Deployment "web" would no longer be admitted): delete the BerthLease and let its workload drain first',
     });
-  });
-
-  it('is refused while a stamped object is left (a lease already gone), naming roots before what they own', async () => {
-    const io = new FakeIO();
+    io.leases.clear();
     const binding = { name: 'gone', uid: 'u-gone', targetUID: '' };
     io.addWorkload('Pod', stamped('Pod', workload('Pod', 'web-1'), binding));
     io.addWorkload('ReplicaSet', stamped('ReplicaSet', workload('ReplicaSet', 'web-5d9c'), binding));
-    expect(await decideScopeReview(leave(), io)).toMatchObject({
+    expect(await decide(relabel(LEAVING, OUT, OPERATOR_USER), seen('leaving'), io)).toMatchObject({
       allowed: false,
-      reason: 'scope-in-use',
       message:
         'namespace "shop" cannot leave the workload admission scope while it holds ReplicaSet "web-5d9c", managed for BerthLease "gone": delete it first',
     });
-  });
-
-  it('counts a changed value as leaving, and any other namespace write is allowed without reads', async () => {
-    const io = new FakeIO();
-    io.addLease(berthLease('web', { target: { kind: 'Deployment', name: 'web' } }));
-    expect((await decideScopeReview(leave(namespace({ [SCOPE]: 'disabled' })), io)).allowed).toBe(false);
-    const reads = io.calls.length;
-    const relabelled = namespace({ [SCOPE]: 'enabled', team: 'a' });
-    expect(
-      (await decideScopeReview(review(NAMESPACE, 'UPDATE', relabelled, { old: IN, name: NS }), io)).allowed,
-    ).toBe(true);
-    expect(
-      (await decideScopeReview(review(NAMESPACE, 'UPDATE', IN, { old: OUT, name: NS }), io)).allowed,
-    ).toBe(true);
-    expect(io.calls.length).toBe(reads);
   });
 
   it('is refused when a read fails: nothing is concluded from a missing answer', async () => {
@@ -142,7 +178,7 @@ describe('a namespace leaving the scope', () => {
       'list-stamped',
       new KubeApiError(500, { kind: 'Status', status: 'Failure', code: 500, message: 'etcdserver: timeout' }),
     );
-    expect(await decideScopeReview(leave(), io)).toEqual({
+    expect(await decide(relabel(LEAVING, OUT, OPERATOR_USER), seen('leaving'), io)).toEqual({
       allowed: false,
       code: 403,
       reason: 'api-error',
