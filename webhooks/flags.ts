@@ -42,7 +42,7 @@ export const webhookFlags: FlagSpec[] = [
     name: 'workload-admission-scope',
     kind: 'string',
     default: AdmissionScope.OptIn,
-    help: 'Namespaces the workload webhooks review: opt-in (only those labelled berth.skaphos.io/workload-admission=enabled; BerthLeases with a target are only admitted there) or all (every namespace but the excluded ones, as the Go operator)',
+    help: 'Namespaces the workload webhooks review: opt-in (only those labelled berth.skaphos.io/workload-admission=enabled, or =leaving while they leave; BerthLeases with a target are only admitted there) or all (every namespace but the excluded ones, as the Go operator)',
     env: 'BERTH_WORKLOAD_ADMISSION_SCOPE',
   },
   {

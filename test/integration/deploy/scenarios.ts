@@ -565,9 +565,20 @@ export const admissionScope: Scenario = {
             ?.namespaceSelector?.matchExpressions?.length === 2,
         30_000,
       );
-      const leaving = await ctx.t.kubectl(['label', 'namespace', namespace, `${SCOPE_LABEL}-`]);
-      if (!leaving.stderr.includes(`holds Deployment "old", managed for BerthLease "old"`))
-        throw new Error(`the namespace left the scope: ${leaving.stderr || leaving.stdout}`);
+      // Leaving: the leader's exit controller finds the stamped Deployment (live LISTs) and keeps the label.
+      await kubectlOk(ctx.t, ['label', 'namespace', namespace, `${SCOPE_LABEL}=leaving`, '--overwrite']);
+      await waitFor(
+        ctx,
+        'the exit controller naming what holds the namespace',
+        async () =>
+          (await core.listNamespacedEvent({ namespace: 'default' })).items.some(
+            (e) =>
+              e.involvedObject.name === namespace &&
+              e.reason === 'ScopeExitWaiting' &&
+              e.message?.includes('holds Deployment "old", managed for BerthLease "old"'),
+          ),
+        30_000,
+      );
     });
   },
 };
