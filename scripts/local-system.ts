@@ -16,7 +16,15 @@ import {
 } from '@kubernetes/client-node';
 import { type ControlPlane, kubeconfigYaml, startControlPlane } from '../hack/controlplane/controlplane.ts';
 import { routeServiceHere, type ServiceRoute } from '../hack/controlplane/service-route.ts';
-import { GROUP, optInCommand, PLURAL, SCOPE_ENABLED, SCOPE_LABEL, VERSION } from '../src/berth/api.ts';
+import {
+  GROUP,
+  optInCommand,
+  PLURAL,
+  SCOPE_ENABLED,
+  SCOPE_LABEL,
+  SCOPE_SETTLE_MS,
+  VERSION,
+} from '../src/berth/api.ts';
 import { type CentralServer, startCentralServer } from '../src/central/server.ts';
 import { parseFlags } from '../src/cli.ts';
 import { parseRunConfig } from '../src/config.ts';
@@ -35,6 +43,12 @@ import {
 export const OPERATOR_NAMESPACE = 'berth-system';
 export const OPERATOR_SERVICE_ACCOUNT = 'berth-operator';
 const WEBHOOK_SERVICE = 'berth-operator-webhook';
+/** Waits out the scope's settle period after the replica became ready (docs/admission.md). */
+async function settled(log: (line: string) => void): Promise<void> {
+  log(`local system: waiting ${SCOPE_SETTLE_MS / 1000} s for the admission scope to settle`);
+  await new Promise((resolve) => setTimeout(resolve, SCOPE_SETTLE_MS));
+}
+
 /** Objects of the install that would run the operator image. */
 const NOT_APPLIED = new Set(['Deployment', 'PodDisruptionBudget']);
 
@@ -208,8 +222,10 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       manager,
       kubeconfigPath,
       logPath,
-      // The webhook server listens before the manager is ready, so `routed` is set by then.
-      ready: ready.then(() => routed),
+      // The webhook server listens before the manager is ready, so `routed` is set by then. The demo
+      // namespace was labelled before the replica listed the scope: it counts as settled SCOPE_SETTLE_MS
+      // after that list, and the quickstart's BerthLease would be asked to retry until then.
+      ready: ready.then(() => routed).then(() => settled(log)),
       done,
       stop() {
         stopped ??= (async () => {

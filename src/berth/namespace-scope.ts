@@ -34,7 +34,10 @@ export interface ScopeEntry {
 
 export interface NamespaceScopeOptions {
   transport: KubeRequester;
+  /** When a value is first seen (the settle periods). Default: the real clock. */
   clock?: Clock;
+  /** The informer's timeouts and backoff. Default: the real clock. */
+  informerClock?: Clock;
   logger?: Logger;
   registry?: Registry;
 }
@@ -54,7 +57,7 @@ export class NamespaceScope implements ScopeView {
       transport: options.transport,
       resource: NAMESPACES,
       labelSelector: `${SCOPE_LABEL} in (${SCOPE_ENABLED},${SCOPE_LEAVING})`,
-      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.informerClock ? { clock: options.informerClock } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
     });

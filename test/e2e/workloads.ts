@@ -10,6 +10,7 @@ import { DeploymentBuilder } from '../builders/deployment.ts';
 import type { Owner } from '../builders/object.ts';
 import { PodBuilder } from '../builders/pod.ts';
 import { type EventuallyOptions, eventually } from '../helpers/eventually.ts';
+import { whenSettled } from '../helpers/rejection.ts';
 import { berthLeaseRef, type E2eCluster } from './cluster.ts';
 import { e2eEnv } from './env.ts';
 
@@ -62,11 +63,14 @@ export async function createLease(
   name: string,
   spec: BerthLeaseSpec,
 ): Promise<BerthLease> {
+  // A replica that just started, or a namespace just labelled, asks to retry a targeted lease until settled.
   return parseBerthLease(
-    await c.custom.createNamespacedCustomObject({
-      ...berthLeaseRef(namespace),
-      body: { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec },
-    }),
+    await whenSettled(() =>
+      c.custom.createNamespacedCustomObject({
+        ...berthLeaseRef(namespace),
+        body: { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec },
+      }),
+    ),
   );
 }
 

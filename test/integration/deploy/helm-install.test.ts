@@ -17,7 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
-import { deployPath, type ManifestObject, parseManifests } from '../../../scripts/install-manifest.ts';
+import { type ManifestObject, parseManifests } from '../../../scripts/install-manifest.ts';
 import { GROUP, LeaseState, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
 import { apiOutcome } from '../../helpers/api.ts';
 import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
@@ -25,7 +25,7 @@ import { IN_SCOPE, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { CHART, Helm } from '../../helpers/helm.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
-import { kubectlOk } from './install.ts';
+import { applySample, kubectlOk } from './install.ts';
 import { type RunningOperator, startOperator } from './operator.ts';
 import { admissionAnswers, type ScenarioContext, waitFor } from './scenarios.ts';
 
@@ -183,7 +183,7 @@ describe('helm install, upgrade and uninstall', () => {
           ]);
       }
       await admissionAnswers(ctx);
-      await kubectlOk(t, ['apply', '-n', APPS, '-f', deployPath('samples/deployment/').pathname]);
+      await applySample(t, APPS, 'samples/deployment/');
       await managedDeploymentRuns();
     } finally {
       await op.stop();

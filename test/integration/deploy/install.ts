@@ -7,6 +7,7 @@ import { deployPath, type ManifestObject, parseManifests } from '../../../script
 import { mergePatch } from '../../helpers/api.ts';
 import type { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { whenSettled } from '../../helpers/rejection.ts';
 
 /** `kubectl kustomize deploy/<overlay>` (e.g. the node-taint-guard example overlay). */
 export async function renderOverlay(overlay: string): Promise<{ text: string; objects: ManifestObject[] }> {
@@ -20,6 +21,17 @@ export async function kubectlOk(t: TestCluster, args: string[], input?: string):
   const r = await t.kubectl(args, input === undefined ? {} : { input });
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.stderr.trim()}`);
   return r.stdout;
+}
+
+/**
+ * Applies a sample directory of deploy/ (`samples/deployment/`): its BerthLease first, retried while the
+ * opt-in scope asks to (a replica that just started has not seen the namespace settled yet), then the
+ * rest, as a user keeps the documented order: the lease before its target.
+ */
+export async function applySample(t: TestCluster, namespace: string, dir: string): Promise<void> {
+  const path = deployPath(dir).pathname;
+  await whenSettled(() => kubectlOk(t, ['apply', '-n', namespace, '-f', `${path}berthlease.yaml`]));
+  await kubectlOk(t, ['apply', '-n', namespace, '-f', path]);
 }
 
 /** Applies an install (as the admin) and waits until the BerthLease API is served. */

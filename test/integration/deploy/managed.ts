@@ -4,14 +4,13 @@
 // every target, suspends and deletes the Job, deletes the Pods and releases — all as the operator's
 // service account.
 import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { deployPath } from '../../../scripts/install-manifest.ts';
 import { GROUP, LeaseState, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
 import { BerthLeaseBuilder } from '../../builders/berthlease.ts';
 import { JobBuilder } from '../../builders/job.ts';
 import { ReplicaSetBuilder } from '../../builders/replicaset.ts';
 import { StatefulSetBuilder } from '../../builders/statefulset.ts';
 import { apiOutcome } from '../../helpers/api.ts';
-import { kubectlOk } from './install.ts';
+import { applySample } from './install.ts';
 import {
   admission,
   admissionAnswers,
@@ -75,7 +74,7 @@ export const managedWorkloads: Scenario = {
       );
       await admissionAnswers(ctx);
       for (const sample of ['samples/deployment/', 'samples/cronjob/'])
-        await kubectlOk(ctx.t, ['apply', '-n', namespace, '-f', deployPath(sample).pathname]);
+        await applySample(ctx.t, namespace, sample);
       await custom.createNamespacedCustomObject({ ...ref('db'), body: scaledLease('db', 'StatefulSet') });
       await custom.createNamespacedCustomObject({ ...ref('rs'), body: scaledLease('rs', 'ReplicaSet') });
       await apps.createNamespacedStatefulSet({

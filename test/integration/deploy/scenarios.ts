@@ -59,7 +59,7 @@ import type { ApiProxy } from '../../helpers/api-proxy.ts';
 import { IN_SCOPE, type TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { scrape } from '../../helpers/scrape.ts';
-import { kubectlOk } from './install.ts';
+import { applySample, kubectlOk } from './install.ts';
 import { type RunningOperator, startOperator } from './operator.ts';
 
 export interface ScenarioContext {
@@ -415,7 +415,7 @@ export async function admitWorkloads(ctx: ScenarioContext, namespace: string): P
   const batch = ctx.t.kc.makeApiClient(BatchV1Api);
   const core = ctx.t.kc.makeApiClient(CoreV1Api);
   for (const sample of ['samples/deployment/', 'samples/cronjob/'])
-    await kubectlOk(ctx.t, ['apply', '-n', namespace, '-f', deployPath(sample).pathname]);
+    await applySample(ctx.t, namespace, sample);
   const deployment = await apps.readNamespacedDeployment({ name: 'web', namespace });
   if (deployment.metadata?.annotations?.[MANAGED_LEASE] !== 'web')
     throw new Error('the sample Deployment was not stamped by the mutating webhook');

@@ -5,6 +5,7 @@ import { AdmissionregistrationV1Api, AppsV1Api, CustomObjectsApi } from '@kubern
 import { Registry } from 'prom-client';
 import { baseRbac } from '../../../scripts/deploy-rbac.ts';
 import { GROUP, PLURAL, VERSION } from '../../../src/berth/api.ts';
+import type { NamespaceScope } from '../../../src/berth/namespace-scope.ts';
 import type { ManualClock } from '../../../src/kube/clock.ts';
 import {
   mutatingWebhookConfiguration,
@@ -17,6 +18,7 @@ import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
 import { IN_SCOPE, TestCluster } from '../../helpers/cluster.ts';
 import { type EventuallyOptions, eventually } from '../../helpers/eventually.ts';
+import { startScopeView } from '../../helpers/scope-view.ts';
 import { createObjects } from './operator-cluster.ts';
 
 export interface UncaughtCollector {
@@ -96,7 +98,9 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
   const t = await TestCluster.own();
   let proxy: ApiProxy | undefined;
   let server: AdmissionServer | undefined;
+  let scope: NamespaceScope | undefined;
   const stop = async (): Promise<void> => {
+    await scope?.informer.stop();
     const closing = server?.close();
     // The server's close timers run on `clock`: cut the remaining (idle keep-alive) connections now.
     clock.advance(0);
@@ -123,10 +127,13 @@ export async function startAdmissionWorld(clock: ManualClock): Promise<Admission
     );
     const pki = await testPki([`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`]);
     const registry = new Registry();
+    // The replica's view of the scope reads past the proxy: the faults are for the reviews' own reads.
+    scope = await startScopeView(t.transport(sa.kc), clock);
     const handlers = kubeWorkloadAdmission({
       transport: t.transport(t.kubeConfigFor(proxy.kubeconfigFor(sa.kubeconfig))),
       operatorUser: OPERATOR_USER,
       scope: 'opt-in',
+      scopeEntries: scope,
       registry,
     });
     // On every address, as the operator's: the Service's endpoint is this machine's address.

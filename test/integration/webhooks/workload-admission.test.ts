@@ -31,7 +31,8 @@ import { untilAdmissionServed } from '../../helpers/admission-probe.ts';
 import { jsonPatch } from '../../helpers/api.ts';
 import { IN_SCOPE, type ServiceAccountUser, TestCluster, type TestUser } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { rejection } from '../../helpers/rejection.ts';
+import { rejection, whenSettled } from '../../helpers/rejection.ts';
+import { startScopeView } from '../../helpers/scope-view.ts';
 
 const OPERATOR_NS = 'berth-system';
 const SERVICE = 'berth-operator-webhook';
@@ -173,6 +174,7 @@ beforeAll(async () => {
       transport: t.transport(operator.kc),
       operatorUser: OPERATOR_USER,
       scope: 'opt-in',
+      scopeEntries: await startScopeView(t.transport(operator.kc)),
       registry,
     }),
     registry,
@@ -210,13 +212,15 @@ describe('a BerthLease, then the Deployment it targets', () => {
   let deployment: V1Deployment;
 
   beforeAll(async () => {
-    await custom.createNamespacedCustomObject({
-      group: GROUP,
-      version: 'v1alpha1',
-      namespace: NS,
-      plural: 'berthleases',
-      body: leaseBody('web', 'web'),
-    });
+    await whenSettled(() =>
+      custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1alpha1',
+        namespace: NS,
+        plural: 'berthleases',
+        body: leaseBody('web', 'web'),
+      }),
+    );
     deployment = await apps.createNamespacedDeployment({ namespace: NS, body: deploymentBody('web') });
   });
 
@@ -257,13 +261,15 @@ describe('a BerthLease, then the Deployment it targets', () => {
   });
 
   it('a dry-run CREATE of another target is stamped but records nothing', async () => {
-    await custom.createNamespacedCustomObject({
-      group: GROUP,
-      version: 'v1alpha1',
-      namespace: NS,
-      plural: 'berthleases',
-      body: leaseBody('api', 'api'),
-    });
+    await whenSettled(() =>
+      custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1alpha1',
+        namespace: NS,
+        plural: 'berthleases',
+        body: leaseBody('api', 'api'),
+      }),
+    );
     const dry = await apps.createNamespacedDeployment({
       namespace: NS,
       body: deploymentBody('api'),
@@ -434,7 +440,9 @@ describe('a Pod of a chain that a lease governs only after the Pod was admitted'
     const owner = pod.metadata?.ownerReferences?.[0];
     expect(owner).toMatchObject({ kind: 'ReplicaSet', controller: true });
     // Now a lease targets the Deployment: the Pod belongs to a managed chain it was never admitted into.
-    await custom.createNamespacedCustomObject({ ...leaseRef, body: leaseBody('legacy', 'legacy') });
+    await whenSettled(() =>
+      custom.createNamespacedCustomObject({ ...leaseRef, body: leaseBody('legacy', 'legacy') }),
+    );
     const aliceApi = alice.kc.makeApiClient(CoreV1Api);
     const orphanAndUngate = [
       { op: 'remove', path: '/metadata/ownerReferences' },
