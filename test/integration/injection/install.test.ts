@@ -301,11 +301,28 @@ describe('the injection component of the install', () => {
 
   it('puts back a relaxed failurePolicy on either configuration', async () => {
     const patch = '[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]';
+    const since = proxy.records.length;
     for (const kind of ['mutatingwebhookconfiguration', 'validatingwebhookconfiguration'])
       await kubectlOk(t, ['patch', kind, INJECTION_CONFIGURATION_NAME, '--type=json', '-p', patch]);
+    // The proxy records the operator's PUT when its answer arrives, after kube-apiserver committed it.
+    const restored = (resource: string): boolean =>
+      proxy.records
+        .slice(since)
+        .some(
+          (r) =>
+            r.verb === 'update' &&
+            r.resource === resource &&
+            r.name === INJECTION_CONFIGURATION_NAME &&
+            r.status < 400,
+        );
     await waitFor(ctx, 'the failurePolicy put back', async () => {
       const found = await configurations();
-      return found.length === 2 && found.every((c) => c.webhooks?.[0]?.failurePolicy === 'Fail');
+      return (
+        found.length === 2 &&
+        found.every((c) => c.webhooks?.[0]?.failurePolicy === 'Fail') &&
+        restored('mutatingwebhookconfigurations') &&
+        restored('validatingwebhookconfigurations')
+      );
     });
   });
 
