@@ -299,6 +299,7 @@ function helperRuns(): ModelRun[] {
       'pass',
       ['-DRESTART=2', '-DF_LOSS', '-DF_DELAY', '-DF_STALL', '-DFAULTS=3'],
       'at-most-once and tokens with lost, delayed and stalled acquire and renew calls, the fence, the probe kill within its grace, provided a restarted main container waits for the lease',
+      { deep: ['-DRESTART=2', '-DF_LOSS', '-DF_DELAY', '-DF_STALL', '-DFAULTS=4'] },
     ),
     helper(
       'helper: partitions, a restarted app gated',
@@ -306,6 +307,7 @@ function helperRuns(): ModelRun[] {
       'pass',
       ['-DRESTART=2', '-DF_PART', '-DF_DELAY', '-DF_LOSS', '-DFAULTS=2'],
       'the same with a Pod partitioned from the central server for longer than the TTL: fenceAt = send + TTL - lead stops the app in time',
+      { deep: ['-DRESTART=2', '-DF_PART', '-DF_DELAY', '-DF_LOSS', '-DFAULTS=3'] },
     ),
     helper(
       'hole 2: the probe kill takes the Pod grace',
