@@ -23,7 +23,8 @@
  *
  * Switches (-D...): HOLE_PROBE_GRACE (hole 2: the probe's kill takes the Pod's grace), HOLE_RENEW_PAST_DEADLINE
  * (hole 3, the helper's side); RESTART (0: a killed main container is never restarted, 1: the kubelet
- * as it is, 2: a restarted main container waits for the lease again, as docs/injection.md claimed);
+ * as it is, 2: a restarted main container waits for the lease again, as docs/injection.md claimed, 3: the
+ * proposed fix, the sidecar exits on a loss and a RestartAllContainers rule restarts the Pod in place);
  * DRIFT (a node's timers measure the window long).
  */
 #include "constants.pml"
@@ -42,7 +43,16 @@
 #define DRIFT 0        /* a node may measure the window up to DRIFT ticks long */
 #endif
 #ifndef RESTART
-#define RESTART 1      /* the kubelet's restart of a killed main container: 0 never, 1 as it is, 2 gated */
+#define RESTART 1      /* a killed main container: 0 never restarted, 1 the kubelet as it is, 2 gated,
+                          3 the proposal: the sidecar exits on a loss and RestartAllContainers restarts
+                          the Pod's containers in place, init containers first */
+#endif
+#ifndef RAC_KILL
+#ifdef RAC_SLOW
+#define RAC_KILL (H_LEAD + 2) /* teeth: the kubelet takes two ticks longer than the lead */
+#else
+#define RAC_KILL H_LEAD /* RESTART 3: every container is gone within this many ticks of the sidecar's exit */
+#endif
 #endif
 #ifndef MAXTOK
 #define MAXTOK (FAULTS + 3)
@@ -63,6 +73,7 @@
 /* the helper's phase */
 #define HP_INIT 0      /* berth-acquire runs */
 #define HP_SIDE 1      /* berth-sidecar runs */
+#define HP_DOWN 2      /* RESTART 3: the sidecar exited on a loss; the kubelet restarts every container */
 
 /* calls */
 #define CALL_NONE 0
@@ -216,10 +227,26 @@ inline serve(c, i) {
 }
 bit aacq;
 
-/* the sidecar stops the app: the marker goes, /healthy answers 503 */
+/* the sidecar stops the app: the marker goes, /healthy answers 503; with RESTART 3 it also exits with
+   the code of its RestartAllContainers rule: the kubelet kills every container without grace and runs
+   the init containers again (berth-acquire first) once they are gone */
 inline lose(c) {
   held[c] = 0; conf[c] = 0; fence[c] = 0;
-  printf("EV %d lose %d\n", T, c)
+  printf("EV %d lose %d\n", T, c);
+#if RESTART == 3
+  if
+  :: hp[c] == HP_SIDE ->
+     hp[c] = HP_DOWN; endcall(c); tk[c] = 255;
+     if
+     :: m[c] == M_RUN -> m[c] = M_KILL; onhold[c] = 1; if :: kt[c] = 0 :: kt[c] = RAC_KILL fi
+     :: m[c] == M_KILL && kt[c] > RAC_KILL -> kt[c] = RAC_KILL
+     :: else -> skip
+     fi;
+     printf("EV %d restartall %d kt=%d\n", T, c, kt[c])
+  :: else -> skip
+  fi;
+#endif
+  skip
 }
 
 /* a confirmation (afterRenew / afterReacquire): the app may run until send + TTL - lead */
@@ -365,13 +392,14 @@ inline start(c) {
 #define G_GONE(c) (m[c] == M_KILL && kt[c] == 0)
 #if RESTART == 1
 #define G_RESTART(c) (m[c] == M_DEAD && rc[c] == 0)
-#elif RESTART == 2
+#elif RESTART == 2 || RESTART == 3
 #define G_RESTART(c) (m[c] == M_DEAD)
 #else
 #define G_RESTART(c) 0
 #endif
 #define G_SRV(i) (net[i].kind != 0 && net[i].d == 0)
-#define G_POD(c) (G_ANS(c) || G_TMO(c) || G_TICK(c) || G_FENCE(c) || G_PROBE(c) || G_START(c) || G_GONE(c) || G_RESTART(c))
+#define G_REINIT(c) (hp[c] == HP_DOWN && m[c] != M_RUN && m[c] != M_KILL)
+#define G_POD(c) (G_ANS(c) || G_TMO(c) || G_TICK(c) || G_FENCE(c) || G_PROBE(c) || G_START(c) || G_GONE(c) || G_RESTART(c) || G_REINIT(c))
 #define URGENT (limit || G_POD(0) || G_POD(1) || G_SRV(0) || G_SRV(1) || G_SRV(2) || G_SRV(3))
 
 proctype pod(byte c) {
@@ -394,9 +422,13 @@ end:
   :: atomic { !limit && m[c] == M_DEAD && (rc[c] == 0 || bo[c] == 0) ->
 #endif
        printf("EV %d restart %d\n", T, c); rc[c] = 1; start(c) }
-#elif RESTART == 2
+#elif RESTART == 2 || RESTART == 3
   /* the restarted main container waits for the lease again */
   :: atomic { !limit && G_RESTART(c) -> printf("EV %d restart %d (gated)\n", T, c); m[c] = M_WAIT }
+#endif
+#if RESTART == 3
+  /* every container gone: the init sequence runs again, berth-acquire first */
+  :: atomic { !limit && G_REINIT(c) -> hp[c] = HP_INIT; m[c] = M_WAIT; tk[c] = 0; printf("EV %d reinit %d\n", T, c) }
 #endif
 #ifdef F_PART
   :: atomic { !limit && faults > 0 && part[c] == 0 -> faults--; part[c] = PART;

@@ -347,6 +347,27 @@ function helperRuns(): ModelRun[] {
       'even without the back-off restarts, the immediate first restart runs up to one probe period and the kill past the fence the lead was sized for',
     ),
     helper(
+      'proposal: RestartAllContainers on a loss, message faults',
+      'proposal',
+      'pass',
+      ['-DRESTART=3', '-DF_LOSS', '-DF_DELAY', '-DF_STALL', '-DFAULTS=3'],
+      'the sidecar exits on a loss with the code of a RestartAllContainers rule: every container is killed (within the lead) and berth-acquire runs again before the app; at-most-once holds with the kubelet restarting',
+    ),
+    helper(
+      'proposal: RestartAllContainers on a loss, partitions',
+      'proposal',
+      'pass',
+      ['-DRESTART=3', '-DF_PART', '-DF_DELAY', '-DF_LOSS', '-DFAULTS=2'],
+      'the same with partitions longer than the TTL',
+    ),
+    helper(
+      'teeth: RestartAllContainers slower than the lead',
+      'teeth',
+      'counterexample',
+      ['-DROBUST', '-DRESTART=3', '-DRAC_SLOW', '-DF_PART', '-DFAULTS=1'],
+      'the proposal holds only if the kubelet has killed every container within the lead of the sidecar exit',
+    ),
+    helper(
       'finding: timers that run slow',
       'finding',
       'counterexample',
