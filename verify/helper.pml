@@ -18,14 +18,16 @@
  * Properties (assertions where they could break):
  *   at-most-once: a main container never starts while the other Pod's main container runs (counting a
  *                 killed one until it is gone);
- *   tokens: a helper never confirms a token below one it confirmed; the central token never decreases;
- *           two helpers never hold the lease confirmed with the same token.
+ *   tokens: a helper never confirms a token below one it confirmed; two helpers never hold the lease
+ *           confirmed with the same token.
  *
  * Switches (-D...): HOLE_PROBE_GRACE (hole 2: the probe's kill takes the Pod's grace), HOLE_RENEW_PAST_DEADLINE
  * (hole 3, the helper's side); RESTART (0: a killed main container is never restarted, 1: the kubelet
  * as it is, 2: a restarted main container waits for the lease again, as docs/injection.md claimed, 3: the
  * proposed fix, the sidecar exits on a loss and a RestartAllContainers rule restarts the Pod in place);
- * DRIFT (a node's timers measure the window long).
+ * DRIFT (a node's timers measure the window long); FIRST_RESTART_ONLY (RESTART 1 without the restarts
+ * after the back-off); RAC_KILL, RAC_SLOW (RESTART 3: how long the kubelet takes to kill every container);
+ * ROBUST (only an overlap of a whole tick counts, not a container gone at the instant the other starts).
  */
 #include "constants.pml"
 
