@@ -19,6 +19,20 @@
 #define FAILOVER 2 /* leaderFailoverBoundMs(1000, 400) = 1880 ms, rounded up */
 #define FAILOVER_ACCEPTED 3 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
 #define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define H_TTL 7 /* BERTH_TTL_SECONDS 7 */
+#define H_HB 2 /* resolveConfig: heartbeat 2000 ms */
+#define H_LEAD 4 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
+#define H_WINDOW 3 /* ttl - lead: fenceAt = send + window (the Sidecar's window) */
+#define H_CALL 2 /* callTimeoutMs(heartbeat) = min(10000, max(1000, heartbeat)) (berth-acquire) */
+#define H_RETRY_HELD 2 /* retryDelayMs('held-by-other') (berth-acquire asks again) */
+#define H_RETRY_ERR 1 /* retryDelayMs('error', 1) = 500 ms, rounded up (the back-off only doubles from there) */
+#define H_PERIOD 2 /* berthLivenessProbe periodSeconds 2 */
+#define H_FAILS 1 /* berthLivenessProbe failureThreshold (failed probes before the kill) */
+#define H_GRACE 1 /* berthLivenessProbe terminationGracePeriodSeconds 1 (probeKillGraceSeconds(0)) */
+#define H_MARGIN 1 /* KILL_MARGIN_MS (after the grace, for the container to be gone) */
+#define H_STARTUP 1 /* berthSidecarStartupProbe periodSeconds (the main container's first start) */
+#define H_POD_GRACE 30 /* Kubernetes' default terminationGracePeriodSeconds (30 s): the kill of hole 2 */
+#define H_BACKOFF 10 /* the kubelet's crash back-off before the second restart (10 s) */
 #endif
 
 #if PROFILE == 2 /* deep: ttlSeconds 24, heartbeat 2 s, tick 1000 ms */
@@ -33,6 +47,20 @@
 #define FAILOVER 20 /* leaderFailoverBoundMs(15000, 2000) = 19400 ms, rounded up */
 #define FAILOVER_ACCEPTED 21 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
 #define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define H_TTL 12 /* BERTH_TTL_SECONDS 12 */
+#define H_HB 3 /* resolveConfig: heartbeat 3000 ms */
+#define H_LEAD 4 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
+#define H_WINDOW 8 /* ttl - lead: fenceAt = send + window (the Sidecar's window) */
+#define H_CALL 3 /* callTimeoutMs(heartbeat) = min(10000, max(1000, heartbeat)) (berth-acquire) */
+#define H_RETRY_HELD 3 /* retryDelayMs('held-by-other') (berth-acquire asks again) */
+#define H_RETRY_ERR 1 /* retryDelayMs('error', 1) = 500 ms, rounded up (the back-off only doubles from there) */
+#define H_PERIOD 2 /* berthLivenessProbe periodSeconds 2 */
+#define H_FAILS 1 /* berthLivenessProbe failureThreshold (failed probes before the kill) */
+#define H_GRACE 1 /* berthLivenessProbe terminationGracePeriodSeconds 1 (probeKillGraceSeconds(0)) */
+#define H_MARGIN 1 /* KILL_MARGIN_MS (after the grace, for the container to be gone) */
+#define H_STARTUP 1 /* berthSidecarStartupProbe periodSeconds (the main container's first start) */
+#define H_POD_GRACE 30 /* Kubernetes' default terminationGracePeriodSeconds (30 s): the kill of hole 2 */
+#define H_BACKOFF 10 /* the kubelet's crash back-off before the second restart (10 s) */
 #endif
 
 #if PROFILE == 3 /* defaults: ttlSeconds 30, heartbeat 10 s, tick 500 ms */
@@ -47,4 +75,18 @@
 #define FAILOVER 39 /* leaderFailoverBoundMs(15000, 2000) = 19400 ms, rounded up */
 #define FAILOVER_ACCEPTED 39 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
 #define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define H_TTL 60 /* BERTH_TTL_SECONDS 30 */
+#define H_HB 20 /* resolveConfig: heartbeat 10000 ms (ttl/3) */
+#define H_LEAD 8 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
+#define H_WINDOW 52 /* ttl - lead: fenceAt = send + window (the Sidecar's window) */
+#define H_CALL 20 /* callTimeoutMs(heartbeat) = min(10000, max(1000, heartbeat)) (berth-acquire) */
+#define H_RETRY_HELD 20 /* retryDelayMs('held-by-other') (berth-acquire asks again) */
+#define H_RETRY_ERR 1 /* retryDelayMs('error', 1) = 500 ms, rounded up (the back-off only doubles from there) */
+#define H_PERIOD 4 /* berthLivenessProbe periodSeconds 2 */
+#define H_FAILS 1 /* berthLivenessProbe failureThreshold (failed probes before the kill) */
+#define H_GRACE 2 /* berthLivenessProbe terminationGracePeriodSeconds 1 (probeKillGraceSeconds(0)) */
+#define H_MARGIN 2 /* KILL_MARGIN_MS (after the grace, for the container to be gone) */
+#define H_STARTUP 2 /* berthSidecarStartupProbe periodSeconds (the main container's first start) */
+#define H_POD_GRACE 60 /* Kubernetes' default terminationGracePeriodSeconds (30 s): the kill of hole 2 */
+#define H_BACKOFF 20 /* the kubelet's crash back-off before the second restart (10 s) */
 #endif

@@ -22,6 +22,7 @@ import { formatTime } from '../src/berth/status.ts';
 import { decideAcquire, decideRelease } from '../src/central/manager.ts';
 import { isExpired, type LeaseRecord } from '../src/central/record.ts';
 import { validateLeaderTimings } from '../src/kube/leader-decision.ts';
+import { helperConstants } from './helper-constants.ts';
 
 /** One bound of the models: a BerthLease spec, the operator's leader election flags, a tick. */
 export interface Profile {
@@ -305,7 +306,9 @@ const HEADER = `/*
 /** The text of verify/constants.pml. */
 export function renderConstants(profiles: readonly Profile[] = PROFILES): string {
   const blocks = profiles.map((p) => {
-    const lines = leaseConstants(p).map((c) => `#define ${c.name} ${c.value} /* ${c.source} */`);
+    const lines = [...leaseConstants(p), ...helperConstants(p.id, p.tickMs)].map(
+      (c) => `#define ${c.name} ${c.value} /* ${c.source} */`,
+    );
     return `#if PROFILE == ${p.id} /* ${p.name}: ttlSeconds ${p.ttlSeconds}, heartbeat ${p.heartbeatSeconds} s, tick ${p.tickMs} ms */\n${lines.join('\n')}\n#endif\n`;
   });
   return `${HEADER}\n${blocks.join('\n')}`;

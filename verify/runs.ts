@@ -276,4 +276,103 @@ export const RUNS: readonly ModelRun[] = [
     defines: ['-DBREAK_STANDBY', '-DF_CUT', '-DFAULTS=1'],
     why: 'a standby that stops polling never takes over: the liveness check can fail',
   },
+  // ---- helper.pml: the injected helper (acquire, renew, the lead, the probe kill, the kubelet) ----
+  ...helperRuns(),
 ];
+
+/** The checks of helper.pml (docs/verification.md, "The helper model"). */
+function helperRuns(): ModelRun[] {
+  const helper = (
+    name: string,
+    kind: RunKind,
+    expect: RunSpec['expect'],
+    defines: readonly string[],
+    why: string,
+    extra: Partial<ModelRun> = {},
+  ): ModelRun => ({ name, kind, model: 'helper.pml', mode: 'safety', expect, defines, why, ...extra });
+  // RESTART=2: a restarted main container waits for the lease (what docs/injection.md assumed); ROBUST:
+  // a counterexample must overlap for a whole tick, not only meet at one instant.
+  return [
+    helper(
+      'helper: message faults, a restarted app gated',
+      'property',
+      'pass',
+      ['-DRESTART=2', '-DF_LOSS', '-DF_DELAY', '-DF_STALL', '-DFAULTS=3'],
+      'at-most-once and tokens with lost, delayed and stalled acquire and renew calls, the fence, the probe kill within its grace, provided a restarted main container waits for the lease',
+      { deep: ['-DRESTART=2', '-DF_LOSS', '-DF_DELAY', '-DF_STALL', '-DFAULTS=4'] },
+    ),
+    helper(
+      'helper: partitions, a restarted app gated',
+      'property',
+      'pass',
+      ['-DRESTART=2', '-DF_PART', '-DF_DELAY', '-DF_LOSS', '-DFAULTS=2'],
+      'the same with a Pod partitioned from the central server for longer than the TTL: fenceAt = send + TTL - lead stops the app in time',
+      { deep: ['-DRESTART=2', '-DF_PART', '-DF_DELAY', '-DF_LOSS', '-DFAULTS=3'] },
+    ),
+    helper(
+      'hole 2: the probe kill takes the Pod grace',
+      'hole',
+      'counterexample',
+      ['-DROBUST', '-DRESTART=2', '-DHOLE_PROBE_GRACE', '-DF_PART', '-DFAULTS=1'],
+      "a liveness probe without its own terminationGracePeriodSeconds kills with the Pod's 30 s: the app runs long after the other Pod acquired and started",
+    ),
+    helper(
+      'hole 3 (helper): renewing past the local deadline',
+      'hole',
+      'counterexample',
+      [
+        '-DROBUST',
+        '-DRESTART=2',
+        '-DHOLE_RENEW_PAST_DEADLINE',
+        '-DF_PART',
+        '-DF_DELAY',
+        '-DDELAY=2',
+        '-DFAULTS=2',
+      ],
+      'a helper that counts the window from the answer and keeps the app running while a renewal is out runs past the central expiry',
+      { profile: 2 },
+    ),
+    helper(
+      'finding: the kubelet restarts the killed app',
+      'finding',
+      'counterexample',
+      ['-DROBUST', '-DRESTART=1', '-DF_PART', '-DFAULTS=1'],
+      "restartPolicy Always: a main container killed by the probe is restarted (at once, then after the back-off) without waiting for the lease, and runs until the next probe while the other Pod's app runs",
+    ),
+    helper(
+      'finding: the first restart alone',
+      'finding',
+      'counterexample',
+      ['-DROBUST', '-DRESTART=1', '-DFIRST_RESTART_ONLY', '-DF_PART', '-DF_DELAY', '-DF_LOSS', '-DFAULTS=2'],
+      'even without the back-off restarts, the immediate first restart runs up to one probe period and the kill past the fence the lead was sized for',
+    ),
+    helper(
+      'proposal: RestartAllContainers on a loss, message faults',
+      'proposal',
+      'pass',
+      ['-DRESTART=3', '-DF_LOSS', '-DF_DELAY', '-DF_STALL', '-DFAULTS=3'],
+      'the sidecar exits on a loss with the code of a RestartAllContainers rule: every container is killed (within the lead) and berth-acquire runs again before the app; at-most-once holds with the kubelet restarting',
+    ),
+    helper(
+      'proposal: RestartAllContainers on a loss, partitions',
+      'proposal',
+      'pass',
+      ['-DRESTART=3', '-DF_PART', '-DF_DELAY', '-DF_LOSS', '-DFAULTS=2'],
+      'the same with partitions longer than the TTL',
+    ),
+    helper(
+      'teeth: RestartAllContainers slower than the lead',
+      'teeth',
+      'counterexample',
+      ['-DROBUST', '-DRESTART=3', '-DRAC_SLOW', '-DF_PART', '-DFAULTS=1'],
+      'the proposal holds only if the kubelet has killed every container within the lead of the sidecar exit',
+    ),
+    helper(
+      'finding: timers that run slow',
+      'finding',
+      'counterexample',
+      ['-DRESTART=2', '-DDRIFT=1', '-DF_PART', '-DFAULTS=1'],
+      "the lead has no allowance for a node's timers measuring the window long: the kill margin is used up by the kill",
+    ),
+  ];
+}
