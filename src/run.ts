@@ -377,10 +377,7 @@ function addAdmission(
   > = [];
   if (webhook.enableWorkloadAdmission) {
     // Narrowing to the opt-in scope first brings the namespaces that use Berth into it.
-    const migration =
-      webhook.workloadAdmissionScope === AdmissionScope.OptIn
-        ? new ScopeMigration({ transport, logger })
-        : undefined;
+    const migration = scope ? new ScopeMigration({ transport, scope, logger }) : undefined;
     pairs.push({
       controllerName: 'webhook-registration',
       mutating: mutatingWebhookConfiguration(params),

@@ -5,8 +5,11 @@
 //      patch of that one key; the installs' admission policy lets the operator write nothing else);
 //   2. writes the configurations with the scope's guards but the workload webhooks still selecting every
 //      namespace, so nothing managed leaves review while the guards spread to every kube-apiserver;
-//   3. narrows the selectors only once the guards have been in place, and the last label it added has been,
-//      for SCOPE_SETTLE_MS, labelling again (and waiting again) any holder whose label went meanwhile.
+//   3. narrows the selectors only once it has seen the guards live for SCOPE_SETTLE_MS and its own view of
+//      the scope (namespace-scope.ts) has shown every holder's namespace in scope for SCOPE_SETTLE_MS,
+//      labelling again (and waiting again) any holder whose label went meanwhile. The view, not the time
+//      of its own write, because a label removed and set again while the guards were still spreading must
+//      count from when it came back (docs/verification.md, "the upgrade narrows on an unseen label").
 // Without any live configuration and without any holder (a first install) it narrows at once: there is
 // nothing to keep in review.
 import type { KubernetesObject, V1LabelSelector } from '@kubernetes/client-node';
@@ -22,6 +25,7 @@ import {
   SCOPE_SETTLE_MS,
   VERSION,
 } from '../src/berth/api.ts';
+import type { ScopeEntry } from '../src/berth/namespace-scope.ts';
 import { readJson, resourcePath } from '../src/kube/client.ts';
 import { type Clock, realClock } from '../src/kube/clock.ts';
 import type { KubeRequester } from '../src/kube/transport.ts';
@@ -78,25 +82,31 @@ interface Listed {
   items?: Array<KubernetesObject & { spec?: { target?: unknown } }>;
 }
 
+/** The leader's view of the scope's namespaces (NamespaceScope). */
+export interface ScopeEntries {
+  entry(namespace: string): ScopeEntry | 'out' | undefined;
+}
+
 export interface ScopeMigrationOptions {
   transport: KubeRequester;
+  scope: ScopeEntries;
   clock?: Clock;
   logger?: Logger;
 }
 
 export class ScopeMigration {
   readonly #transport: KubeRequester;
+  readonly #scope: ScopeEntries;
   readonly #clock: Clock;
   readonly #log: Logger | undefined;
-  /** When this leader first saw the guards live (or wrote them). */
+  /** When this leader first saw the guards live. */
   #guardsSince: number | undefined;
-  /** When this leader last added a label. */
-  #labelledAt = Number.NEGATIVE_INFINITY;
   /** The labelling in flight: the two configurations' plans share one. */
-  #running: Promise<{ holders: number }> | undefined;
+  #running: Promise<Set<string>> | undefined;
 
   constructor(options: ScopeMigrationOptions) {
     this.#transport = options.transport;
+    this.#scope = options.scope;
     this.#clock = options.clock ?? realClock;
     this.#log = options.logger;
   }
@@ -107,27 +117,38 @@ export class ScopeMigration {
     const narrows = want.some((w) => selectsScope(w.namespaceSelector));
     const live = input.live;
     if (!narrows || live?.some((w) => selectsScope(w.namespaceSelector))) return { webhooks: want };
+    // Read before the LISTs: the settle periods then cover this plan's own requests too.
+    const now = this.#clock.now();
     this.#running ??= this.#label(signal).finally(() => {
       this.#running = undefined;
     });
-    const { holders } = await this.#running;
-    if (live === undefined && holders === 0 && this.#guardsSince === undefined) return { webhooks: want };
-    const now = this.#clock.now();
+    const holders = await this.#running;
+    if (live === undefined && holders.size === 0 && this.#guardsSince === undefined)
+      return { webhooks: want };
     if (hasGuards(want)) {
-      // The validating configuration: the guards go out first (or are seen live).
-      if (live !== undefined && hasGuards(live)) this.#guardsSince ??= now;
-      else {
-        this.#guardsSince = now;
+      // The validating configuration: the guards go out first; their settle period starts once seen live.
+      if (live === undefined || !hasGuards(live))
         return { webhooks: widened(want), requeueAfterMs: SCOPE_SETTLE_MS };
-      }
+      this.#guardsSince ??= now;
     }
-    const since = this.#guardsSince;
-    const ready = since === undefined ? undefined : Math.max(since, this.#labelledAt) + SCOPE_SETTLE_MS;
+    const ready = this.#readyAt(holders);
     if (ready !== undefined && now >= ready) return { webhooks: want };
     return { webhooks: widened(want), requeueAfterMs: ready === undefined ? SCOPE_SETTLE_MS : ready - now };
   }
 
-  async #label(signal?: AbortSignal): Promise<{ holders: number }> {
+  /** When the selectors may narrow: undefined while the guards or a holder's namespace are not seen in scope. */
+  #readyAt(holders: ReadonlySet<string>): number | undefined {
+    if (this.#guardsSince === undefined) return undefined;
+    let ready = this.#guardsSince + SCOPE_SETTLE_MS;
+    for (const namespace of holders) {
+      const seen = this.#scope.entry(namespace);
+      if (seen === undefined || seen === 'out') return undefined;
+      ready = Math.max(ready, seen.since + SCOPE_SETTLE_MS);
+    }
+    return ready;
+  }
+
+  async #label(signal?: AbortSignal): Promise<Set<string>> {
     const holders = await this.#holders(signal);
     const inScope = new Set(
       (
@@ -152,14 +173,12 @@ export class ScopeMigration {
       );
       labelled.push(namespace);
     }
-    if (labelled.length > 0) {
-      this.#labelledAt = this.#clock.now();
+    if (labelled.length > 0)
       this.#log?.info(
         { namespaces: labelled },
         'namespaces holding managed workloads brought into the workload admission scope',
       );
-    }
-    return { holders: holders.size };
+    return holders;
   }
 
   /** The namespaces that hold a BerthLease with a target or an object with a lease's stamp. */

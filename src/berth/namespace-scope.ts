@@ -32,6 +32,24 @@ export interface ScopeEntry {
   resourceVersion: string;
 }
 
+/**
+ * What this replica records for a namespace it has just seen: nothing once it is out of scope, else its
+ * value, with `since` carried over only from an update seen on the watch with the same value. A relist
+ * may have skipped a change and back (enabled, then leaving again), which must not count as settled
+ * (docs/verification.md, "a relist keeps since"). Pure.
+ */
+export function nextScopeEntry(
+  before: ScopeEntry | undefined,
+  ns: KubernetesObject,
+  relisted: boolean,
+  now: number,
+): ScopeEntry | undefined {
+  const value = scopeValue(ns.metadata?.labels);
+  if (value !== SCOPE_ENABLED && value !== SCOPE_LEAVING) return undefined;
+  const since = !relisted && before?.value === value ? before.since : now;
+  return { value, since, resourceVersion: ns.metadata?.resourceVersion ?? '' };
+}
+
 export interface NamespaceScopeOptions {
   transport: KubeRequester;
   /** When a value is first seen (the settle periods). Default: the real clock. */
@@ -61,20 +79,15 @@ export class NamespaceScope implements ScopeView {
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
     });
-    const observe = (ns: KubernetesObject): void => {
+    const observe = (ns: KubernetesObject, relisted: boolean): void => {
       const name = ns.metadata?.name ?? '';
-      const value = scopeValue(ns.metadata?.labels);
-      if (value !== SCOPE_ENABLED && value !== SCOPE_LEAVING) {
-        this.#seen.delete(name);
-        return;
-      }
-      const before = this.#seen.get(name);
-      const since = before?.value === value ? before.since : this.#clock.now();
-      this.#seen.set(name, { value, since, resourceVersion: ns.metadata?.resourceVersion ?? '' });
+      const next = nextScopeEntry(this.#seen.get(name), ns, relisted, this.#clock.now());
+      if (next === undefined) this.#seen.delete(name);
+      else this.#seen.set(name, next);
     };
     this.informer.addEventHandler({
-      onAdd: observe,
-      onUpdate: (_old, ns) => observe(ns),
+      onAdd: (ns) => observe(ns, false),
+      onUpdate: (_old, ns, relisted) => observe(ns, relisted),
       onDelete: (ns) => {
         this.#seen.delete(ns.metadata?.name ?? '');
       },

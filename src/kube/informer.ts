@@ -44,7 +44,11 @@ export function stripManagedFields<T extends KubernetesObject>(obj: T): T {
 
 export interface EventHandlers<T> {
   onAdd?(obj: T): void | Promise<void>;
-  onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
+  /**
+   * `relisted` when a relist found the change: versions between the two may have been skipped (a watch
+   * shows every one).
+   */
+  onUpdate?(oldObj: T, newObj: T, relisted: boolean): void | Promise<void>;
   /** `finalStateUnknown` when the delete was inferred by a relist (obj is the last cached state). */
   onDelete?(obj: T, finalStateUnknown: boolean): void | Promise<void>;
 }
@@ -275,9 +279,9 @@ export class Informer<T extends KubernetesObject> {
   }
 
   #emit(kind: 'onAdd', args: [T]): void;
-  #emit(kind: 'onUpdate', args: [T, T]): void;
+  #emit(kind: 'onUpdate', args: [T, T, boolean]): void;
   #emit(kind: 'onDelete', args: [T, boolean]): void;
-  #emit(kind: keyof EventHandlers<T>, args: [T] | [T, T] | [T, boolean]): void {
+  #emit(kind: keyof EventHandlers<T>, args: [T] | [T, T, boolean] | [T, boolean]): void {
     for (const handlers of [...this.#handlers]) this.#call(handlers, kind, args);
   }
 
@@ -458,7 +462,7 @@ export class Informer<T extends KubernetesObject> {
       first ? 'informer synced' : 'relisted',
     );
     for (const obj of diff.deleted) this.#emit('onDelete', [obj, true]);
-    for (const [old, obj] of diff.updated) this.#emit('onUpdate', [old, obj]);
+    for (const [old, obj] of diff.updated) this.#emit('onUpdate', [old, obj, true]);
     for (const obj of diff.added) this.#emit('onAdd', [obj]);
   }
 
@@ -528,7 +532,7 @@ export class Informer<T extends KubernetesObject> {
         const old = this.#store.set(key, obj);
         this.#advance(obj);
         if (old === undefined) this.#emit('onAdd', [obj]);
-        else this.#emit('onUpdate', [old, obj]);
+        else this.#emit('onUpdate', [old, obj, false]);
         return;
       }
       case 'DELETED': {

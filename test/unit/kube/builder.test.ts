@@ -60,7 +60,7 @@ class FakeCache implements Cache<KubernetesObject> {
   }
 
   update(old: KubernetesObject, obj: KubernetesObject): void {
-    for (const h of this.handlers) void h.onUpdate?.(old, obj);
+    for (const h of this.handlers) void h.onUpdate?.(old, obj, false);
   }
 }
 

@@ -48,7 +48,7 @@ class FakeSource<T extends KubernetesObject> implements Source<T> {
   }
 
   update(old: T, obj: T): void {
-    for (const h of this.handlers) void h.onUpdate?.(old, obj);
+    for (const h of this.handlers) void h.onUpdate?.(old, obj, false);
   }
 
   remove(obj: T): void {

@@ -156,8 +156,10 @@ function setup(options: Partial<InformerOptions<Obj>> = {}) {
     onAdd: (o) => {
       events.push(`add ${objectKey(o)}@${o.metadata?.resourceVersion}`);
     },
-    onUpdate: (old, o) => {
-      events.push(`update ${objectKey(o)}@${old.metadata?.resourceVersion}->${o.metadata?.resourceVersion}`);
+    onUpdate: (old, o, relisted) => {
+      events.push(
+        `update ${objectKey(o)}@${old.metadata?.resourceVersion}->${o.metadata?.resourceVersion}${relisted ? ' (relist)' : ''}`,
+      );
     },
     onDelete: (o, unknown) => {
       events.push(`delete ${objectKey(o)}${unknown ? ' (relist)' : ''}`);
@@ -240,7 +242,7 @@ describe('Informer', () => {
     await flush(20);
     expect(events.slice(3)).toEqual([
       'delete ns/vanish (relist)',
-      'update ns/change@12->14',
+      'update ns/change@12->14 (relist)',
       'add ns/new@15',
     ]);
     expect(api.lists()).toHaveLength(2);

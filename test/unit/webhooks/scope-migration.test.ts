@@ -1,16 +1,25 @@
 // The switch to the opt-in scope (webhooks/scope-migration.ts), against an in-memory API: holders labelled
 // first; the guards out with the workload selectors still cluster-wide; the selectors narrowed only once
-// the guards and the last label have settled; a holder whose label went meanwhile labelled again, and
-// waited for again; a first install without holders narrowed at once. The real control plane's version:
+// the guards have been seen live, and every holder's namespace seen in scope, for the settle period; a
+// holder whose label went meanwhile labelled again, and waited for again, also when a user set it again;
+// a first install without holders narrowed at once. The real control plane's version:
 // test/e2e/upgrade.test.ts.
 import { describe, expect, it } from 'vitest';
-import { MANAGED_UID, SCOPE_LABEL, SCOPE_SETTLE_MS } from '../../../src/berth/api.ts';
+import {
+  MANAGED_UID,
+  SCOPE_ENABLED,
+  SCOPE_LABEL,
+  SCOPE_LEAVING,
+  SCOPE_SETTLE_MS,
+} from '../../../src/berth/api.ts';
+import type { ScopeEntry } from '../../../src/berth/namespace-scope.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import type { KubeRequester, RawRequest, RawResponse } from '../../../src/kube/transport.ts';
 import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
+import type { ScopeEntries } from '../../../webhooks/scope-migration.ts';
 import { ScopeMigration, selectsScope, widened } from '../../../webhooks/scope-migration.ts';
 
 const params = { namespace: 'berth-system', scope: 'opt-in' } as const;
@@ -19,11 +28,31 @@ const V = validatingWebhookConfiguration(params).webhooks!;
 const WIDE_M = mutatingWebhookConfiguration({ ...params, scope: 'all' }).webhooks!;
 const WIDE_V = validatingWebhookConfiguration({ ...params, scope: 'all' }).webhooks!;
 
-/** Namespaces (name -> scope label or ''), stamped Deployments by namespace; records the patches. */
-class FakeCluster implements KubeRequester {
+/**
+ * Namespaces (name -> scope label or ''), stamped Deployments by namespace; records the patches. Also the
+ * leader's view of the scope, as an informer without lag: since when each namespace has shown its value.
+ */
+class FakeCluster implements KubeRequester, ScopeEntries {
   readonly namespaces = new Map<string, string>();
   readonly stamped = new Set<string>();
   readonly patches: string[] = [];
+  readonly #since = new Map<string, number>();
+  readonly clock: ManualClock;
+  constructor(clock: ManualClock) {
+    this.clock = clock;
+  }
+
+  label(name: string, value: string): void {
+    if (this.namespaces.get(name) !== value) this.#since.set(name, this.clock.now());
+    this.namespaces.set(name, value);
+  }
+
+  entry(name: string): ScopeEntry | 'out' {
+    const value = this.namespaces.get(name);
+    if (value !== SCOPE_ENABLED && value !== SCOPE_LEAVING) return 'out';
+    return { value, since: this.#since.get(name) ?? 0, resourceVersion: '1' };
+  }
+
   async request(req: RawRequest): Promise<RawResponse> {
     const answer = (body: unknown): RawResponse => ({
       status: 200,
@@ -34,7 +63,7 @@ class FakeCluster implements KubeRequester {
     if (req.method === 'PATCH') {
       const name = req.path.split('/').at(-1)!;
       this.patches.push(name);
-      this.namespaces.set(name, 'enabled');
+      this.label(name, 'enabled');
       return answer({ metadata: { name } });
     }
     if (req.path === '/api/v1/namespaces')
@@ -61,18 +90,22 @@ describe('widened', () => {
 });
 
 describe('the plan of each write', () => {
+  const start = () => {
+    const clock = new ManualClock(0);
+    const api = new FakeCluster(clock);
+    return { clock, api, migration: new ScopeMigration({ transport: api, scope: api, clock }) };
+  };
+
   it('a first install without any holder narrows at once', async () => {
-    const migration = new ScopeMigration({ transport: new FakeCluster(), clock: new ManualClock(0) });
+    const { migration } = start();
     expect(await migration.plan({ live: undefined, want: V })).toEqual({ webhooks: V });
     expect(await migration.plan({ live: undefined, want: M })).toEqual({ webhooks: M });
   });
 
-  it('an upgrade: labels, guards first, narrows after the settle period', async () => {
-    const api = new FakeCluster();
-    api.namespaces.set('shop', '');
+  it('an upgrade: labels, guards first, narrows once guards and labels were seen for the settle period', async () => {
+    const { clock, api, migration } = start();
+    api.label('shop', '');
     api.stamped.add('shop');
-    const clock = new ManualClock(0);
-    const migration = new ScopeMigration({ transport: api, clock });
     // The mutating configuration cannot narrow before the guards are out.
     expect(await migration.plan({ live: WIDE_M, want: M })).toEqual({
       webhooks: WIDE_M,
@@ -83,27 +116,31 @@ describe('the plan of each write', () => {
       webhooks: widened(V),
       requeueAfterMs: SCOPE_SETTLE_MS,
     });
+    // The guards' settle period starts when they are seen live, not when they were sent.
+    clock.advance(1);
+    expect(await migration.plan({ live: widened(V), want: V })).toEqual({
+      webhooks: widened(V),
+      requeueAfterMs: SCOPE_SETTLE_MS,
+    });
     clock.advance(SCOPE_SETTLE_MS - 1);
-    expect((await migration.plan({ live: widened(V), want: V })).webhooks).toEqual(widened(V));
     expect((await migration.plan({ live: WIDE_M, want: M })).requeueAfterMs).toBe(1);
     clock.advance(1);
     expect(await migration.plan({ live: widened(V), want: V })).toEqual({ webhooks: V });
     expect(await migration.plan({ live: WIDE_M, want: M })).toEqual({ webhooks: M });
     // Narrowed: nothing more is read or written.
-    api.namespaces.set('shop', '');
+    api.label('shop', '');
     expect(await migration.plan({ live: M, want: M })).toEqual({ webhooks: M });
     expect(api.patches).toEqual(['shop']);
   });
 
   it('a holder whose label went before the selectors narrowed is labelled again, and waited for again', async () => {
-    const api = new FakeCluster();
+    const { clock, api, migration } = start();
     api.stamped.add('shop');
-    const clock = new ManualClock(0);
-    const migration = new ScopeMigration({ transport: api, clock });
     await migration.plan({ live: WIDE_V, want: V });
+    await migration.plan({ live: widened(V), want: V });
     clock.advance(SCOPE_SETTLE_MS - 1_000);
     // An admin removes the label through a kube-apiserver that has not seen the guards yet.
-    api.namespaces.set('shop', '');
+    api.label('shop', '');
     expect((await migration.plan({ live: widened(V), want: V })).webhooks).toEqual(widened(V));
     expect(api.patches).toEqual(['shop', 'shop']);
     clock.advance(1_000);
@@ -112,5 +149,38 @@ describe('the plan of each write', () => {
     );
     clock.advance(SCOPE_SETTLE_MS);
     expect(await migration.plan({ live: widened(V), want: V })).toEqual({ webhooks: V });
+  });
+
+  it('a label removed and set again by a user counts from when it came back', async () => {
+    // The trace of docs/verification.md ("the upgrade narrows on an unseen label"): the leader finds the
+    // namespace in scope and labels nothing, yet a kube-apiserver may still show the removal.
+    const { clock, api, migration } = start();
+    api.stamped.add('shop');
+    await migration.plan({ live: WIDE_V, want: V });
+    await migration.plan({ live: widened(V), want: V });
+    clock.advance(SCOPE_SETTLE_MS - 1_000);
+    api.label('shop', '');
+    api.label('shop', 'enabled');
+    clock.advance(1_000);
+    expect(await migration.plan({ live: widened(V), want: V })).toEqual({
+      webhooks: widened(V),
+      requeueAfterMs: SCOPE_SETTLE_MS - 1_000,
+    });
+    expect(api.patches).toEqual(['shop']);
+    clock.advance(SCOPE_SETTLE_MS - 1_000);
+    expect(await migration.plan({ live: widened(V), want: V })).toEqual({ webhooks: V });
+  });
+
+  it('waits while its view does not show a holder in scope', async () => {
+    const clock = new ManualClock(0);
+    const api = new FakeCluster(clock);
+    const migration = new ScopeMigration({ transport: api, scope: { entry: () => 'out' }, clock });
+    api.stamped.add('shop');
+    await migration.plan({ live: WIDE_V, want: V });
+    clock.advance(10 * SCOPE_SETTLE_MS);
+    expect(await migration.plan({ live: widened(V), want: V })).toEqual({
+      webhooks: widened(V),
+      requeueAfterMs: SCOPE_SETTLE_MS,
+    });
   });
 });
