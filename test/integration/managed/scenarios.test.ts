@@ -7,7 +7,13 @@
 // needs the controllers running.
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type BerthLease, type BerthLeaseSpec, FINALIZER, ReconcileError } from '../../../src/berth/api.ts';
+import {
+  type BerthLease,
+  type BerthLeaseSpec,
+  DEFAULT_STOP_LEAD_MS,
+  FINALIZER,
+  ReconcileError,
+} from '../../../src/berth/api.ts';
 import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { kubeBerthLeaseApi } from '../../../src/berth/leaseio.ts';
 import { type LeaseSession, PermitError, permitPods } from '../../../src/berth/permit.ts';
@@ -758,6 +764,7 @@ describe('registration (§6.2 18, 19, 20, 23)', () => {
     signal: new AbortController().signal,
     log: silent(),
     now: () => Date.now(),
+    stopLeadMs: DEFAULT_STOP_LEAD_MS,
     stamp: () => ({ now: Date.now(), generation: lease.metadata.generation }),
     writeStatus,
   });
@@ -924,7 +931,8 @@ describe('late and foreign objects (§6.2 26, 27, 28, 33)', () => {
     await managed(
       undefined,
       'closing',
-      deploymentLease('closing', 2, { ttlSeconds: 3, heartbeatIntervalSeconds: 1 }),
+      // A TTL that holds the default 5 s stop lead (heartbeat + 1 s + lead < TTL): the Pods run.
+      deploymentLease('closing', 2, { ttlSeconds: 8, heartbeatIntervalSeconds: 1 }),
     );
     const [pod] = await until(
       async () => {
