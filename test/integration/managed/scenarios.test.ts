@@ -710,7 +710,7 @@ describe('stopping (§6.2 5, 16, 17, 21, 22, 29, 30)', () => {
     expect(await cluster.replicas('fence')).toBe(0);
   });
 
-  it('30. an Acquire that would outlive the ownership is cut at the deadline, and the target stopped', async () => {
+  it('30. an Acquire that would outlive the ownership is cut at its end (the stop lead before the deadline), and the target stopped', async () => {
     const clock = newClock();
     let block = false;
     const budgets: Array<number | undefined> = [];
@@ -722,7 +722,7 @@ describe('stopping (§6.2 5, 16, 17, 21, 22, 29, 30)', () => {
         async acquire(namespace, name, holder, ttl, options) {
           if (!block) return inner.acquire(namespace, name, holder, ttl, options);
           budgets.push(options?.timeoutMs);
-          // The central API hangs; time passes meanwhile (past the deadline); the budget ends the call.
+          // The central API hangs; time passes meanwhile (past the activation's end); the budget ends the call.
           clock.advance(200);
           await new Promise((resolve) => setTimeout(resolve, options?.timeoutMs ?? 60_000));
           throw new Error(`acquire ${namespace}/${name}: timed out after ${options?.timeoutMs}ms`);
@@ -737,7 +737,7 @@ describe('stopping (§6.2 5, 16, 17, 21, 22, 29, 30)', () => {
     await op.reconcile('bounded');
     await permitted(op, 'bounded', 2);
     const deadline = Date.parse((await cluster.mustLease('bounded')).status?.workload?.deadline ?? '');
-    clock.advance(deadline - 100 - clock.now());
+    clock.advance(deadline - DEFAULT_STOP_LEAD_MS - 100 - clock.now());
     block = true;
     const started = performance.now();
     await op.reconcile('bounded');
