@@ -45,7 +45,7 @@ const DEFAULT_GRACE_SECONDS = 30;
 
 /**
  * The gracePeriodSeconds of a drain's DELETE: the Pod's own grace, bounded to end POD_KILL_MARGIN_MS
- * before `deadline`: min(own, max(1, floor((deadline − now − margin) / 1 s))). Never 0: a zero grace
+ * before `deadline`: max(1, min(own, floor((deadline − now − margin) / 1 s))). Never 0: a zero grace
  * removes the object at once, before the kubelet stopped anything, and the drain would count the Pod
  * gone while it still runs. Undefined without a deadline (the Pod's own grace applies).
  */
