@@ -221,6 +221,7 @@ function addBerthLeases(
         recorder: shared.recorder,
         registry: shared.registry,
         logger,
+        stopLeadMs: config.stopLeadMs,
         ...(scope ? { scope } : {}),
       })
     : undefined;
@@ -230,6 +231,7 @@ function addBerthLeases(
     clusterIdentity: config.clusterId,
     operatorNamespace,
     maxConcurrentReconciles: config.maxConcurrentReconciles,
+    stopLeadMs: config.stopLeadMs,
     recorder: shared.recorder,
     registry: shared.registry,
     logger,
@@ -326,6 +328,7 @@ function addAdmission(
             operatorUser: webhook.workloadOperatorUser,
             scope: webhook.workloadAdmissionScope,
             registry,
+            stopLeadMs: features.berth.stopLeadMs,
             ...(leaseCache ? { leaseCache } : {}),
             ...(scope ? { scopeEntries: scope } : {}),
           }),

@@ -17,8 +17,10 @@
 #define REACQUIRE 2 /* reacquireIntervalMs(heartbeat, ttl) (a standby polls) */
 #define RELEASE_BUDGET 2 /* RELEASE_TIMEOUT_MS 2500, in whole ticks (an unanswered release fails at the last tick before its bound) */
 #define FAILOVER 2 /* leaderFailoverBoundMs(1000, 400) = 1880 ms, rounded up */
-#define FAILOVER_ACCEPTED 3 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
-#define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define FAILOVER_ACCEPTED 0 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
+#define STOP_LEAD 1 /* --stop-lead=1s: ticks before the recorded deadline at which workloadActiveAt turns false */
+#define POD_KILL_MARGIN_MS 1000 /* POD_KILL_MARGIN_MS, in ms: a bounded Pod grace ends this long before the deadline */
+#define GRACE_MIN 1 /* podStopGraceSeconds past the deadline (its floor), in ticks */
 #define H_TTL 7 /* BERTH_TTL_SECONDS 7 */
 #define H_HB 2 /* resolveConfig: heartbeat 2000 ms */
 #define H_LEAD 4 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
@@ -45,8 +47,10 @@
 #define REACQUIRE 2 /* reacquireIntervalMs(heartbeat, ttl) (a standby polls) */
 #define RELEASE_BUDGET 2 /* RELEASE_TIMEOUT_MS 2500, in whole ticks (an unanswered release fails at the last tick before its bound) */
 #define FAILOVER 20 /* leaderFailoverBoundMs(15000, 2000) = 19400 ms, rounded up */
-#define FAILOVER_ACCEPTED 21 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
-#define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define FAILOVER_ACCEPTED 14 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
+#define STOP_LEAD 5 /* --stop-lead=5s: ticks before the recorded deadline at which workloadActiveAt turns false */
+#define POD_KILL_MARGIN_MS 1000 /* POD_KILL_MARGIN_MS, in ms: a bounded Pod grace ends this long before the deadline */
+#define GRACE_MIN 1 /* podStopGraceSeconds past the deadline (its floor), in ticks */
 #define H_TTL 12 /* BERTH_TTL_SECONDS 12 */
 #define H_HB 3 /* resolveConfig: heartbeat 3000 ms */
 #define H_LEAD 4 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
@@ -73,8 +77,10 @@
 #define REACQUIRE 20 /* reacquireIntervalMs(heartbeat, ttl) (a standby polls) */
 #define RELEASE_BUDGET 5 /* RELEASE_TIMEOUT_MS 2500, in whole ticks (an unanswered release fails at the last tick before its bound) */
 #define FAILOVER 39 /* leaderFailoverBoundMs(15000, 2000) = 19400 ms, rounded up */
-#define FAILOVER_ACCEPTED 39 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
-#define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define FAILOVER_ACCEPTED 24 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
+#define STOP_LEAD 10 /* --stop-lead=5s: ticks before the recorded deadline at which workloadActiveAt turns false */
+#define POD_KILL_MARGIN_MS 1000 /* POD_KILL_MARGIN_MS, in ms: a bounded Pod grace ends this long before the deadline */
+#define GRACE_MIN 2 /* podStopGraceSeconds past the deadline (its floor), in ticks */
 #define H_TTL 60 /* BERTH_TTL_SECONDS 30 */
 #define H_HB 20 /* resolveConfig: heartbeat 10000 ms (ttl/3) */
 #define H_LEAD 8 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
@@ -90,3 +96,8 @@
 #define H_POD_GRACE 60 /* Kubernetes' default terminationGracePeriodSeconds (30 s): the kill of hole 2 */
 #define H_BACKOFF 20 /* the kubelet's crash back-off before the second restart (10 s) */
 #endif
+
+/* the code's bounded Pod grace (drain.ts podStopGraceSeconds, a Pod whose own grace is longer) with d
+   ticks left to the deadline, in ticks: max(1 s, floor((d - margin) / 1 s)); checked against the code */
+#define GRACE_FIT(d) (((d) * TICK_MS - POD_KILL_MARGIN_MS) / 1000 * (1000 / TICK_MS))
+#define GRACE(d) (GRACE_FIT(d) > GRACE_MIN -> GRACE_FIT(d) : GRACE_MIN)

@@ -6,14 +6,22 @@
 // when the file and the code drift apart (regenerate with `npm run verify:constants`). Pure.
 import {
   ACQUIRE_TIMEOUT_MS,
+  type BerthLease,
+  DEFAULT_STOP_LEAD_MS,
   RELEASE_TIMEOUT_MS,
   REQUEUE_ON_FAILURE_MS,
   workloadActiveAt,
 } from '../src/berth/api.ts';
-import { failoverMarginProblem, leaderFailoverBoundMs } from '../src/berth/failover-margin.ts';
+import { POD_KILL_MARGIN_MS, podStopGraceSeconds } from '../src/berth/drain.ts';
+import {
+  failoverMarginProblem,
+  leaderFailoverBoundMs,
+  stopLeadProblem,
+} from '../src/berth/failover-margin.ts';
 import {
   acquireBudgetMs,
   acquireErrorRequeueMs,
+  activationEnd,
   heldRequeueMs,
   ownershipDeadline,
   reacquireIntervalMs,
@@ -36,6 +44,8 @@ export interface Profile {
   ttlSeconds: number;
   heartbeatSeconds: number;
   leaderElection: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+  /** The operator's `--stop-lead`, a whole number of ticks. */
+  stopLeadMs: number;
 }
 
 export const PROFILES: readonly Profile[] = [
@@ -48,6 +58,8 @@ export const PROFILES: readonly Profile[] = [
     // Short leader election timings so that a leader failover fits the small TTL (a configuration, not
     // a code change: --leader-election-lease-duration=1s --renew-deadline=600ms --retry-period=400ms).
     leaderElection: { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 400 },
+    // One tick (--stop-lead=1s): the largest lead a 6 s TTL with a 2 s heartbeat holds (2 + 2 + 1 < 6).
+    stopLeadMs: 1_000,
   },
   {
     id: 2,
@@ -55,8 +67,9 @@ export const PROFILES: readonly Profile[] = [
     tickMs: 1_000,
     ttlSeconds: 24,
     heartbeatSeconds: 2,
-    // The operator's defaults (15 s, 10 s, 2 s).
+    // The operator's defaults (15 s, 10 s, 2 s; a 5 s stop lead).
     leaderElection: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+    stopLeadMs: DEFAULT_STOP_LEAD_MS,
   },
   {
     id: 3,
@@ -65,6 +78,7 @@ export const PROFILES: readonly Profile[] = [
     ttlSeconds: 30,
     heartbeatSeconds: 10,
     leaderElection: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+    stopLeadMs: DEFAULT_STOP_LEAD_MS,
   },
 ];
 
@@ -101,17 +115,63 @@ function ticks(ms: number, tickMs: number, what: string): number {
 /** A whole second, far from any edge of the epoch (where the code's times live). */
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
 
+/** An Active managed lease whose recorded deadline is `deadline`. */
+function activeLease(deadline: number): BerthLease {
+  return {
+    apiVersion: 'berth.skaphos.io/v1alpha1',
+    kind: 'BerthLease',
+    metadata: { name: 'l', namespace: 'n' },
+    spec: {
+      leaseName: 'l',
+      holderIdentity: 'h',
+      ttlSeconds: 1,
+      heartbeatIntervalSeconds: 1,
+      semantics: 'at-most-once',
+    },
+    status: { workload: { targetUID: 'u', phase: 'Active', token: 1, deadline: formatTime(deadline) } },
+  };
+}
+
 /**
- * The ticks before a recorded deadline at which activeAt(now) turns false: 0 when an activation ends
- * exactly at its deadline (docs/behaviour.md §2.3 step 4). The model's LEAD defaults to it.
+ * The ticks before a recorded deadline at which activeAt(now) turns false with the profile's stop lead
+ * (docs/behaviour.md §2.3 step 4): the activation ends at deadline − lead. The model's LEAD defaults to it.
  */
-function stopLeadTicks(tickMs: number): number {
-  const deadline = T0 + 100 * tickMs;
-  const workload = { targetUID: 'u', phase: 'Active' as const, token: 1, deadline: formatTime(deadline) };
+function stopLeadTicks(p: Profile): number {
+  ticks(p.stopLeadMs, p.tickMs, '--stop-lead');
+  const deadline = T0 + 100 * p.tickMs;
+  const workload = activeLease(deadline).status?.workload;
   for (let k = 0; k < 100; k++) {
-    if (workloadActiveAt(workload, false, deadline - (k + 1) * tickMs)) return k;
+    if (workloadActiveAt(workload, false, deadline - (k + 1) * p.tickMs, p.stopLeadMs)) {
+      check(
+        'activeAt ends at deadline − lead',
+        !workloadActiveAt(workload, false, deadline - k * p.tickMs, p.stopLeadMs),
+        'activeAt is true again later',
+      );
+      return k;
+    }
   }
   throw new RuleDrift('activeAt', 'an Active workload is never active before its deadline');
+}
+
+/**
+ * The model's bound on a deleted Pod's stop, GRACE(d) of constants.pml: with d ticks left to the
+ * deadline, the code's gracePeriodSeconds for a Pod whose own grace is longer, in ticks. Checked against
+ * podStopGraceSeconds for every d the model reaches.
+ */
+function graceRule(p: Profile): void {
+  const perSecond = 1000 / p.tickMs;
+  check('a second is whole ticks', Number.isInteger(perSecond), `tick ${p.tickMs} ms`);
+  for (let d = 0; d <= 2 * p.ttlSeconds * perSecond; d++) {
+    const deadline = T0 + 100_000;
+    const now = deadline - d * p.tickMs;
+    const model = Math.max(perSecond, Math.trunc((d * p.tickMs - POD_KILL_MARGIN_MS) / 1000) * perSecond);
+    const code = (podStopGraceSeconds(3_600, deadline, now) ?? Number.NaN) * perSecond;
+    check(
+      'grace = max(1 s, floor((left − margin) / 1 s))',
+      code === model,
+      `${d} ticks left: code ${code}, model ${model}`,
+    );
+  }
 }
 
 /** The timing rules of lease.pml, probed against the functions that implement them. */
@@ -135,25 +195,30 @@ function checkLeaseRules(p: Profile): void {
     ownershipDeadline(T0 + 400, ttlMs, far) === T0 + ttlMs,
     'ownershipDeadline does not truncate to the whole second',
   );
-  // §2.9 requeues and bounds, as the model computes them.
+  // §2.9 requeues and bounds, as the model computes them: MIN(x, dl − LEAD) while active (dl > LEAD).
+  const lead = p.stopLeadMs;
   for (let left = 1; left <= p.ttlSeconds + 2; left++) {
     const leftMs = left * 1000;
+    if (leftMs <= lead) continue;
+    const end = activationEnd(activeLease(T0 + leftMs), lead);
+    check('activation ends at deadline − lead', end === T0 + leftMs - lead, `activationEnd(+${leftMs})`);
     check(
-      'held requeue = min(heartbeat, time to deadline)',
-      heldRequeueMs(hbMs, T0 + leftMs, T0) === Math.min(hbMs, leftMs),
-      `heldRequeueMs(${hbMs}, +${leftMs})`,
+      'held requeue = min(heartbeat, time to deadline − lead)',
+      heldRequeueMs(hbMs, T0 + leftMs, T0, lead) === Math.min(hbMs, leftMs - lead),
+      `heldRequeueMs(${hbMs}, +${leftMs}, lead ${lead})`,
     );
     check(
-      'acquire bound = min(heartbeat, 2.5 s, time to deadline)',
-      acquireBudgetMs(hbMs, T0, T0 + leftMs) === Math.min(hbMs, ACQUIRE_TIMEOUT_MS, leftMs),
-      `acquireBudgetMs(${hbMs}, +${leftMs})`,
+      'acquire bound = min(heartbeat, 2.5 s, time to deadline − lead)',
+      acquireBudgetMs(hbMs, T0, end) === Math.min(hbMs, ACQUIRE_TIMEOUT_MS, leftMs - lead),
+      `acquireBudgetMs(${hbMs}, +${leftMs}, lead ${lead})`,
     );
     check(
-      'acquire error requeue = min(heartbeat, 1 s, time to deadline)',
-      acquireErrorRequeueMs(hbMs, T0, T0 + leftMs) === Math.min(hbMs, REQUEUE_ON_FAILURE_MS, leftMs),
-      `acquireErrorRequeueMs(${hbMs}, +${leftMs})`,
+      'acquire error requeue = min(heartbeat, 1 s, time to deadline − lead)',
+      acquireErrorRequeueMs(hbMs, T0, end) === Math.min(hbMs, REQUEUE_ON_FAILURE_MS, leftMs - lead),
+      `acquireErrorRequeueMs(${hbMs}, +${leftMs}, lead ${lead})`,
     );
   }
+  graceRule(p);
   // §3.7: expired strictly after expiresAt; renew keeps the token; a reclaim takes token + 1.
   const rec: LeaseRecord = {
     key: { namespace: 'n', name: 'l' },
@@ -225,7 +290,7 @@ function acceptedFailoverTicks(p: Profile): number {
   };
   let accepted = 0;
   for (let k = 1; k <= 10 * p.ttlSeconds; k++) {
-    if (failoverMarginProblem(spec, k * p.tickMs) === undefined) accepted = k;
+    if (failoverMarginProblem(spec, k * p.tickMs, p.stopLeadMs) === undefined) accepted = k;
     else break;
   }
   return accepted;
@@ -237,6 +302,17 @@ export function leaseConstants(p: Profile): ModelConstant[] {
   const le = p.leaderElection;
   const leProblem = validateLeaderTimings(le);
   check('valid leader election flags', leProblem === undefined, leProblem ?? '');
+  const leadProblem = stopLeadProblem(
+    {
+      leaseName: 'l',
+      holderIdentity: 'h',
+      ttlSeconds: p.ttlSeconds,
+      heartbeatIntervalSeconds: p.heartbeatSeconds,
+      semantics: 'at-most-once',
+    },
+    p.stopLeadMs,
+  );
+  check('the TTL holds the stop lead', leadProblem === undefined, leadProblem ?? '');
   const ttlMs = p.ttlSeconds * 1000;
   const hbMs = p.heartbeatSeconds * 1000;
   const t = (ms: number, what: string): number => ticks(ms, p.tickMs, what);
@@ -287,8 +363,21 @@ export function leaseConstants(p: Profile): ModelConstant[] {
     },
     {
       name: 'STOP_LEAD',
-      value: stopLeadTicks(p.tickMs),
-      source: 'ticks before the recorded deadline at which workloadActiveAt turns false',
+      value: stopLeadTicks(p),
+      source: `--stop-lead=${p.stopLeadMs / 1000}s: ticks before the recorded deadline at which workloadActiveAt turns false`,
+    },
+    {
+      name: 'POD_KILL_MARGIN_MS',
+      value: POD_KILL_MARGIN_MS,
+      source: 'POD_KILL_MARGIN_MS, in ms: a bounded Pod grace ends this long before the deadline',
+    },
+    {
+      name: 'GRACE_MIN',
+      value: t(
+        1000 * (podStopGraceSeconds(3_600, T0, T0 + 1000 * ttlMs) ?? Number.NaN),
+        'the shortest grace',
+      ),
+      source: 'podStopGraceSeconds past the deadline (its floor), in ticks',
     },
   ];
 }
@@ -303,6 +392,12 @@ const HEADER = `/*
 #endif
 `;
 
+const GRACE_MACRO = `/* the code's bounded Pod grace (drain.ts podStopGraceSeconds, a Pod whose own grace is longer) with d
+   ticks left to the deadline, in ticks: max(1 s, floor((d - margin) / 1 s)); checked against the code */
+#define GRACE_FIT(d) (((d) * TICK_MS - POD_KILL_MARGIN_MS) / 1000 * (1000 / TICK_MS))
+#define GRACE(d) (GRACE_FIT(d) > GRACE_MIN -> GRACE_FIT(d) : GRACE_MIN)
+`;
+
 /** The text of verify/constants.pml. */
 export function renderConstants(profiles: readonly Profile[] = PROFILES): string {
   const blocks = profiles.map((p) => {
@@ -311,5 +406,5 @@ export function renderConstants(profiles: readonly Profile[] = PROFILES): string
     );
     return `#if PROFILE == ${p.id} /* ${p.name}: ttlSeconds ${p.ttlSeconds}, heartbeat ${p.heartbeatSeconds} s, tick ${p.tickMs} ms */\n${lines.join('\n')}\n#endif\n`;
   });
-  return `${HEADER}\n${blocks.join('\n')}`;
+  return `${HEADER}\n${blocks.join('\n')}\n${GRACE_MACRO}`;
 }

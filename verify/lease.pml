@@ -5,7 +5,8 @@
  * has an operator (the BerthLease reconciler of docs/behaviour.md §2.3/§2.4 and the permit path of §2.7,
  * crashing and failing over within the leader failover bound, or handing over on a graceful stop), a
  * target whose ReplicaSet creates one Pod, born gated, and a kubelet that runs an ungated Pod and takes up
- * to T_TERM ticks to stop a deleted one. The network loses, delays, stalls and duplicates messages within
+ * to T_TERM ticks to stop a deleted one, but no longer than the grace the drain gives it (GRACE: the code's
+ * grace bound, ending a margin before the deadline). The network loses, delays, stalls and duplicates messages within
  * a fault budget. Time is discrete (one tick = TICK_MS) and advances only when nothing else can happen,
  * so every action happens at the earliest instant it may; delays are explicit nondeterministic choices.
  * All timers are relative (ticks left), so the state space is finite and cyclic (liveness).
@@ -19,7 +20,8 @@
  * the workload.
  *
  * Switches (-D...): HOLE_DEADLINE_FROM_RECEIPT (hole 3), HOLE_RELEASE_BEFORE_DRAIN (hole 4); parameters
- * T_TERM, LAG, DRIFT, LEAD, FAILOVER_TICKS expose the timing assumptions (docs/verification.md).
+ * T_TERM, LAG, DRIFT, LEAD, FAILOVER_TICKS expose the timing assumptions (docs/verification.md): with the
+ * code's stop lead, at-most-once holds while LAG + the Pods' stop (at most GRACE) + DRIFT <= LEAD.
  */
 #include "constants.pml"
 
@@ -40,7 +42,7 @@
 #define DELETES 0      /* BerthLease deletions (by a user) */
 #endif
 #ifndef T_TERM
-#define T_TERM 0       /* a deleted Pod's containers are gone within 0..T_TERM ticks */
+#define T_TERM 0       /* a deleted Pod's containers are gone within 0..min(T_TERM, its grace) ticks */
 #endif
 #ifndef LAG
 #define LAG 0          /* a due reconcile starts within 0..LAG ticks (workqueue, worker, API latency) */
@@ -52,7 +54,7 @@
 #define OFFSET 0       /* each cluster's clock is off the server's by -OFFSET..OFFSET ticks */
 #endif
 #ifndef LEAD
-#define LEAD STOP_LEAD /* the activation ends LEAD ticks before the local deadline (0 in the code) */
+#define LEAD STOP_LEAD /* the activation ends LEAD ticks before the local deadline (the code's --stop-lead) */
 #endif
 #ifndef FAILOVER_TICKS
 #define FAILOVER_TICKS FAILOVER /* a crashed leader is replaced within this many ticks */
@@ -248,8 +250,12 @@ inline stoprelease(c) {
   if
   :: pod[c] == POD_GATED -> pod[c] = POD_NONE; reg[c] = 0; dirty[c] = 1; printf("EV %d poddel %d\n", T, c)
   :: pod[c] == POD_UP ->
-     pod[c] = POD_TERM; printf("EV %d poddel %d\n", T, c);
-     pick(pterm[c], 0, T_TERM)
+     /* the gracePeriodSeconds of the DELETE bounds the stop: killed when the grace ends at the latest */
+     grace = GRACE(dl[c]);
+     pod[c] = POD_TERM; printf("EV %d poddel %d g=%d\n", T, c, grace);
+     if :: grace > T_TERM -> grace = T_TERM :: else fi;
+     pick(pterm[c], 0, grace);
+     grace = 0
   :: else -> skip
   fi;
 #ifdef HOLE_RELEASE_BEFORE_DRAIN
@@ -263,6 +269,7 @@ inline stoprelease(c) {
   pending = 0
 }
 bit pending;
+byte grace;            /* scratch: the grace bound of a Pod being deleted */
 
 /* §2.7: register, then lift the gate (the webhook reads the lease live: activeAt and registered) */
 inline permit(c) {
@@ -537,7 +544,11 @@ proctype clock() {
 end:
   do
   :: atomic { !URGENT ->
+     /* the first statement of a d_step is taken on its own in random simulation (another process may
+        run right after it), so it must change nothing: else a trace would show T of one tick with the
+        timers of the previous one */
      d_step {
+       skip;
        T++;
        if :: s_tok > 0 && s_exp >= 0 -> s_exp-- :: else fi;
        TICKNET(0); TICKNET(1); TICKNET(2); TICKNET(3);

@@ -15,7 +15,6 @@ export type LeaseEvent =
         | 'permit'
         | 'ungate'
         | 'podnew'
-        | 'poddel'
         | 'podgone'
         | 'up'
         | 'delete'
@@ -25,6 +24,8 @@ export type LeaseEvent =
         | 'handoverpass';
       c: Cluster;
     }
+  /** `g`: the grace bound (ticks) of a running Pod's deletion, GRACE(dl) of the model. */
+  | { t: number; kind: 'poddel'; c: Cluster; g?: number }
   | { t: number; kind: 'send'; c: Cluster; call: CallKind; tok: number }
   | { t: number; kind: 'srv'; c: Cluster; call: CallKind; id: number }
   | { t: number; kind: 'held'; c: Cluster; tok: number; dl: number }
@@ -39,7 +40,6 @@ const SIMPLE = new Set([
   'permit',
   'ungate',
   'podnew',
-  'poddel',
   'podgone',
   'up',
   'delete',
@@ -82,6 +82,8 @@ export function parseEvent(line: string): LeaseEvent {
       return { t, kind, c, call: callKind(parts[4], line), id: field(parts, 'id', line) };
     case 'held':
       return { t, kind, c, tok: field(parts, 'tok', line), dl: field(parts, 'dl', line) };
+    case 'poddel':
+      return parts.length > 4 ? { t, kind, c, g: field(parts, 'g', line) } : { t, kind, c };
     case 'done':
       if (parts[4] === 'gone' || parts[4] === 'handedover') return { t, kind, c, end: parts[4] };
       return { t, kind, c, rq: field(parts, 'rq', line) };

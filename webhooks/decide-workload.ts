@@ -3,6 +3,7 @@
 // and on the validating path the rules of decide-validate.ts plus the lease-dependent ones (gate removal,
 // activation, recordTarget). All I/O goes through the AdmissionIO passed in.
 
+import { DEFAULT_STOP_LEAD_MS } from '../src/berth/api.ts';
 import { type JsonObject, parseWorkload, type Workload } from '../src/workloads/model.ts';
 import {
   decideUnadmittedUpdate,
@@ -40,6 +41,8 @@ export interface WorkloadAdmissionDeps {
   io: AdmissionIO;
   /** Wall-clock milliseconds, for activeAt. */
   now: () => number;
+  /** `--stop-lead`, activeAt's lead (default DEFAULT_STOP_LEAD_MS, as the reconciler's). */
+  stopLeadMs?: number;
   /** `--workload-operator-user`: the only username that may remove the scheduling gate. */
   operatorUser: string;
   /** The BerthLease informer's view, for the root of owned objects' chains; without it, live LISTs. */
@@ -151,6 +154,7 @@ async function leaseAuthorizes(
   leases: ReviewLeases,
   binding: Binding,
   now: number,
+  stopLeadMs: number,
 ): Promise<{ ok: true; raw: JsonObject } | { ok: false; error?: Decision }> {
   let raw: JsonObject | undefined;
   try {
@@ -163,7 +167,7 @@ async function leaseAuthorizes(
   }
   if (raw === undefined) return { ok: false };
   const lease = leaseFacts(raw);
-  return lease.uid === binding.uid && activeAt(lease, now) ? { ok: true, raw } : { ok: false };
+  return lease.uid === binding.uid && activeAt(lease, now, stopLeadMs) ? { ok: true, raw } : { ok: false };
 }
 
 /** Steps 7c-7e and 8, after validateManagedObject passed. */
@@ -177,7 +181,12 @@ async function decideLeaseRules(
   const o = p.object;
   if (req.operation === 'UPDATE' && p.old !== undefined) {
     if (p.kind === 'Pod' && removesGate(o, p.old, p.kind)) {
-      const auth = await leaseAuthorizes(leases, binding, deps.now());
+      const auth = await leaseAuthorizes(
+        leases,
+        binding,
+        deps.now(),
+        deps.stopLeadMs ?? DEFAULT_STOP_LEAD_MS,
+      );
       if (!auth.ok) return auth.error ?? denyWith('leaseNoLongerPermits');
       const pods = leaseFacts(auth.raw).workload?.pods ?? [];
       const uid = o.metadata?.uid ?? '';
@@ -186,7 +195,12 @@ async function decideLeaseRules(
       return allow();
     }
     if (p.kind !== 'Pod' && increasesActivity(o, p.old, p.kind)) {
-      const auth = await leaseAuthorizes(leases, binding, deps.now());
+      const auth = await leaseAuthorizes(
+        leases,
+        binding,
+        deps.now(),
+        deps.stopLeadMs ?? DEFAULT_STOP_LEAD_MS,
+      );
       if (!auth.ok) return auth.error ?? denyWith('activationNotAuthorized');
     }
     return allow();

@@ -57,12 +57,12 @@ export function leaseSpec(raw: JsonObject): JsonObject {
 }
 
 /**
- * activeAt(now): not deleting, a workload record in phase Active with a deadline in the future and a
- * positive token. Go's zero time (and anything unparsable) counts as no deadline. One definition, shared
- * with the reconciler: src/berth/api.ts `workloadActiveAt`.
+ * activeAt(now): not deleting, a workload record in phase Active with a deadline more than the stop lead
+ * (`--stop-lead`) ahead and a positive token. Go's zero time (and anything unparsable) counts as no
+ * deadline. One definition, shared with the reconciler: src/berth/api.ts `workloadActiveAt`.
  */
-export function activeAt(lease: LeaseFacts, now: number): boolean {
-  return workloadActiveAt(lease.workload, lease.deleting, now);
+export function activeAt(lease: LeaseFacts, now: number, stopLeadMs: number): boolean {
+  return workloadActiveAt(lease.workload, lease.deleting, now, stopLeadMs);
 }
 
 export interface ObjectRef {

@@ -34,6 +34,8 @@ export interface WorkloadAdmissionOptions {
   leaseCache?: LeaseCache;
   registry: Registry;
   clock?: Clock;
+  /** `--stop-lead`: no gate is lifted and no Pod bound within it of the lease's deadline. */
+  stopLeadMs?: number;
 }
 
 const READ_KINDS: readonly ReadKind[] = ['list-leases', 'get-lease', 'get-workload', 'list-stamped'];
@@ -76,6 +78,7 @@ export function workloadAdmissionHandlers(options: WorkloadAdmissionOptions): Ad
       io,
       now,
       operatorUser: options.operatorUser,
+      ...(options.stopLeadMs === undefined ? {} : { stopLeadMs: options.stopLeadMs }),
       ...(options.leaseCache ? { leaseCache: options.leaseCache } : {}),
     });
   return [

@@ -409,20 +409,29 @@ export function validateSpec(spec: SpecInput): string | undefined {
 }
 
 /**
+ * The default stop lead (`--stop-lead`, docs/behaviour.md §2.3 step 4): an activation ends this long
+ * before its recorded deadline, so that the stop (a reconcile, the Pods' bounded grace, the kubelet) is
+ * over before the central lease can expire, even with a clock that runs a little slow.
+ */
+export const DEFAULT_STOP_LEAD_MS = 5_000;
+
+/**
  * `activeAt(now)` (§2.3 step 4), the one definition shared by the reconciler (ownership.ts) and the
  * admission webhook (webhooks/leases.ts): not deleting, a workload record in phase Active whose deadline
- * is still ahead, and a positive fencing token. Only then may a managed workload run and its Pods be
- * permitted. Go's zero time (`0001-01-01T00:00:00Z`) and anything unparsable count as no deadline.
+ * is more than `stopLeadMs` ahead, and a positive fencing token. Only then may a managed workload run and
+ * its Pods be permitted. Go's zero time (`0001-01-01T00:00:00Z`) and anything unparsable count as no
+ * deadline. The Go original has no lead (it ends the activation at the deadline itself).
  */
 export function workloadActiveAt(
   workload: WorkloadStatus | undefined,
   deleting: boolean,
   now: number,
+  stopLeadMs: number,
 ): boolean {
   if (deleting || workload === undefined || workload.phase !== WorkloadPhase.Active) return false;
   const deadline = workload.deadline ? Date.parse(workload.deadline) : Number.NaN;
   if (!Number.isFinite(deadline) || deadline <= 0) return false;
-  return now < deadline && (workload.token ?? 0) > 0;
+  return now < deadline - stopLeadMs && (workload.token ?? 0) > 0;
 }
 
 /** Holder used at the central API (§2.2): the operator's --cluster-id, else spec.holderIdentity. */

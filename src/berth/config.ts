@@ -4,8 +4,9 @@
 // a bad path is a start-up error, not a failing heartbeat. The API key is never part of a message.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { type FlagSpec, type FlagValues, UsageError } from '../cli.ts';
+import { type FlagSpec, type FlagValues, formatDuration, UsageError } from '../cli.ts';
 import type { Logger } from '../observability/logger.ts';
+import { DEFAULT_STOP_LEAD_MS } from './api.ts';
 import { DEFAULT_MAX_CONCURRENT_RECONCILES } from './controller.ts';
 import { HttpLeaseClient } from './leaseclient.ts';
 
@@ -24,6 +25,8 @@ export interface BerthConfig {
   /** `--use-spec-holder-identity`: with no cluster id, each lease's spec.holderIdentity is its holder. */
   useSpecHolderIdentity: boolean;
   maxConcurrentReconciles: number;
+  /** `--stop-lead`, ms: a managed activation ends this long before its recorded deadline. */
+  stopLeadMs: number;
 }
 
 export const berthFlags: FlagSpec[] = [
@@ -90,9 +93,21 @@ export const berthFlags: FlagSpec[] = [
     help: 'BerthLeases reconciled in parallel (each one at most once at a time); a hung central call holds one for up to 2.5 s',
     env: 'BERTH_BERTHLEASE_MAX_CONCURRENT_RECONCILES',
   },
+  // 5 s: the stop's reconcile (a requeue, a worker, a few API calls), the Pods' grace bounded to end 1 s
+  // before the deadline, and the kubelet's kill within that second, with some clock drift to spare;
+  // a 30 s TTL with a 10 s heartbeat holds it (heartbeat + 2.5 s + lead < TTL). 0 is the Go original.
+  {
+    name: 'stop-lead',
+    kind: 'duration',
+    default: formatDuration(DEFAULT_STOP_LEAD_MS),
+    help: 'A managed workload\'s activation ends this long before its local deadline, so its Pods (their grace bounded to fit) are gone before the central lease can expire; "0": at the deadline, as the Go operator',
+    env: 'BERTH_STOP_LEAD',
+  },
 ];
 
 const HOLDER_MAX_BYTES = 253;
+/** A lead beyond a few minutes stops every lease long before its TTL: surely a typo (`5m` for `5s`). */
+const MAX_STOP_LEAD_MS = 600_000;
 
 const apiServer = z.string().superRefine((value, ctx) => {
   if (value === '') return;
@@ -129,6 +144,10 @@ const schema = z
       .int('must be a whole number')
       .min(1, 'must be at least 1')
       .max(64, 'must be at most 64'),
+    'stop-lead': z
+      .number()
+      .nonnegative('must not be negative')
+      .max(MAX_STOP_LEAD_MS, `must be at most ${formatDuration(MAX_STOP_LEAD_MS)}`),
   })
   .superRefine((f, ctx) => {
     if (f['berth-api-key'] !== '' && f['berth-api-key-file'] !== '')
@@ -175,6 +194,7 @@ export function parseBerthConfig(values: FlagValues): BerthConfig {
     clusterId: f['cluster-id'],
     useSpecHolderIdentity: f['use-spec-holder-identity'],
     maxConcurrentReconciles: f['berthlease-max-concurrent-reconciles'],
+    stopLeadMs: f['stop-lead'],
   };
 }
 

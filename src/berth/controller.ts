@@ -84,6 +84,8 @@ export interface BerthLeaseControllerOptions {
   handOverTimeoutMs?: number;
   /** See BerthLeaseReconcilerOptions.failoverBoundMs. */
   failoverBoundMs?: number;
+  /** See BerthLeaseReconcilerOptions.stopLeadMs. */
+  stopLeadMs?: number;
   /**
    * The opt-in admission scope (managed workloads): its namespaces are watched, so a namespace entering or
    * leaving the scope reconciles its leases at once.
@@ -142,6 +144,7 @@ export class BerthLeaseController {
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
       ...(options.failoverBoundMs !== undefined ? { failoverBoundMs: options.failoverBoundMs } : {}),
+      ...(options.stopLeadMs !== undefined ? { stopLeadMs: options.stopLeadMs } : {}),
     });
     const builder = new ControllerBuilder(CONTROLLER_NAME)
       .for(this.informer)

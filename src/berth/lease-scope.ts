@@ -15,6 +15,7 @@ import type { LeaseRun } from './workload-manager.ts';
 export interface LeaseScopeDeps {
   api: BerthLeaseApi;
   clock: Clock;
+  stopLeadMs: number;
   writes?: WriteObserver;
   onWritten(before: BerthLeaseStatus | undefined, after: BerthLease): void;
 }
@@ -24,6 +25,7 @@ export class LeaseScope implements LeaseRun {
   readonly holder: string;
   readonly signal: AbortSignal;
   readonly log: Logger;
+  readonly stopLeadMs: number;
   readonly #deps: LeaseScopeDeps;
   readonly #key: string;
   #lease: BerthLease;
@@ -35,6 +37,7 @@ export class LeaseScope implements LeaseRun {
     this.holder = holder;
     this.signal = ctx.signal;
     this.log = ctx.log;
+    this.stopLeadMs = deps.stopLeadMs;
   }
 
   get lease(): BerthLease {

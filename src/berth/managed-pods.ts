@@ -27,6 +27,7 @@ import type { KubeRequester } from '../kube/transport.ts';
 import type { Logger } from '../observability/logger.ts';
 import { parseStoredWorkload } from '../workloads/model.ts';
 import { type BerthLease, LOCAL_TIMEOUT_MS, MANAGED_LEASE, MANAGED_UID, WorkloadPhase } from './api.ts';
+import { leasePodGrace } from './drain.ts';
 import type { BerthLeaseApi } from './leaseio.ts';
 import { activeAt, isDeleting } from './ownership.ts';
 import { needsPermit } from './permit.ts';
@@ -54,7 +55,12 @@ export type PodAction =
 export const isClosing = (lease: BerthLease): boolean =>
   isDeleting(lease) || lease.status?.workload?.phase === WorkloadPhase.Stopping;
 
-export function decidePod(pod: KubeObj, lease: BerthLease | undefined, now: number): PodAction {
+export function decidePod(
+  pod: KubeObj,
+  lease: BerthLease | undefined,
+  now: number,
+  stopLeadMs: number,
+): PodAction {
   const leaseUID = annotationsOf(pod)[MANAGED_UID];
   if (leaseUID === undefined) return { kind: 'ignore' };
   if (lease === undefined) return { kind: 'delete', reason: 'lease-gone', nudge: false };
@@ -63,7 +69,7 @@ export function decidePod(pod: KubeObj, lease: BerthLease | undefined, now: numb
   if (isDeleting(lease)) return { kind: 'delete', reason: 'lease-deleting', nudge: true };
   if (lease.status?.workload?.phase === WorkloadPhase.Stopping)
     return { kind: 'delete', reason: 'lease-stopping', nudge: true };
-  if (!activeAt(lease, now)) return { kind: 'wait' };
+  if (!activeAt(lease, now, stopLeadMs)) return { kind: 'wait' };
   return needsPermit(lease, pod) ? { kind: 'permit' } : { kind: 'ignore' };
 }
 
@@ -125,6 +131,8 @@ export interface ManagedPodsOptions {
   leases: BerthLeaseApi;
   hooks: ManagedPodsHooks;
   clock: Clock;
+  /** `--stop-lead`: activeAt's lead. */
+  stopLeadMs: number;
   informerClock: Clock;
   informerBackoff?: Partial<BackoffPolicy>;
   maxConcurrentReconciles: number;
@@ -228,7 +236,8 @@ export class ManagedPods {
     if (key === undefined || pod === undefined) return;
     const lease = this.#o.hooks.cachedLease(key);
     if (lease === undefined || lease.metadata.uid !== annotationsOf(pod)[MANAGED_UID]) return;
-    if (activeAt(lease, this.#o.clock.now()) && needsPermit(lease, pod)) this.requestPermit(key);
+    if (activeAt(lease, this.#o.clock.now(), this.#o.stopLeadMs) && needsPermit(lease, pod))
+      this.requestPermit(key);
   }
 
   #nudgeIfClosing(o: KubernetesObject): void {
@@ -245,12 +254,15 @@ export class ManagedPods {
     if (pod === undefined) return {};
     const leaseName = annotationsOf(pod)[MANAGED_LEASE] ?? '';
     const lease = leaseName === '' ? undefined : await leases.get(namespace, leaseName, ctx.signal);
-    const action = decidePod(pod, lease, clock.now());
+    const action = decidePod(pod, lease, clock.now(), this.#o.stopLeadMs);
     const leaseKey = `${namespace}/${leaseName}`;
     switch (action.kind) {
       case 'delete':
         if (!isDeletingObject(pod)) {
-          const outcome = await api.delete('Pod', namespace, name, uidOf(pod), ctx.signal);
+          // A Pod of a closing lease stops within the bound of its drain (drain.ts) whoever deletes it.
+          const closing = lease !== undefined && lease.metadata.uid === annotationsOf(pod)[MANAGED_UID];
+          const grace = closing ? leasePodGrace(lease, pod, clock.now()) : undefined;
+          const outcome = await api.delete('Pod', namespace, name, uidOf(pod), ctx.signal, grace);
           ctx.log.info(
             { lease: leaseName, reason: action.reason, outcome },
             'deleted a managed Pod its lease no longer covers',

@@ -34,6 +34,7 @@ import {
   type BerthLease,
   type BerthLeaseStatus,
   berthLeaseSchema,
+  DEFAULT_STOP_LEAD_MS,
   type LeaseAction,
   outOfScopeMessage,
   type PermittedPod,
@@ -99,6 +100,8 @@ export interface ManagedWorkloadsOptions {
   logger?: Logger;
   /** The opt-in admission scope: a lease outside it is never activated, and an active one is stopped. */
   scope?: ScopeView;
+  /** `--stop-lead` (default DEFAULT_STOP_LEAD_MS): no Pod is permitted within it of the deadline. */
+  stopLeadMs?: number;
 }
 
 /** The BerthLease controller as the managed path uses it (BerthLeaseController satisfies it). */
@@ -149,6 +152,7 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
   readonly #operatorNamespace: string;
   readonly #recorder: LeaseEventRecorder | undefined;
   readonly #clock: Clock;
+  readonly #stopLeadMs: number;
   readonly #metrics: ManagedWorkloadMetrics | undefined;
   readonly #log: Logger | undefined;
   readonly #lock = new KeyedLock();
@@ -169,6 +173,7 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
     this.#operatorNamespace = options.operatorNamespace;
     this.#recorder = options.recorder;
     this.#clock = options.clock ?? realClock;
+    this.#stopLeadMs = options.stopLeadMs ?? DEFAULT_STOP_LEAD_MS;
     this.#metrics = options.registry === undefined ? undefined : managedWorkloadMetrics(options.registry);
     this.#log = options.logger;
     this.#scope = options.scope;
@@ -183,6 +188,7 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
       leases: this.#leases,
       hooks,
       clock: this.#clock,
+      stopLeadMs: this.#stopLeadMs,
       informerClock: options.informerClock ?? realClock,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? DEFAULT_MANAGED_CONCURRENCY,
       ...(options.informerBackoff ? { informerBackoff: options.informerBackoff } : {}),
@@ -412,9 +418,14 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
         const { namespace, name } = splitKey(key);
         if (namespace === undefined) return;
         const lease = await this.#leases.get(namespace, name, ctx.signal);
-        if (lease === undefined || lease.spec.target === undefined || !activeAt(lease, this.#clock.now()))
+        const now = this.#clock.now();
+        if (lease === undefined || lease.spec.target === undefined || !activeAt(lease, now, this.#stopLeadMs))
           return;
-        const session = new LeaseWriter(this.#leases, lease, key, ctx, this.#clock, this.#link?.ownWrites);
+        const session = new LeaseWriter(this.#leases, lease, key, ctx, {
+          clock: this.#clock,
+          stopLeadMs: this.#stopLeadMs,
+          writes: this.#link?.ownWrites,
+        });
         try {
           this.#afterPermit(session.lease, await permitPods(session, this.#api));
         } finally {
@@ -509,6 +520,7 @@ export class ManagedWorkloads implements WorkloadManager, VerifiedTarget {
 class LeaseWriter implements LeaseSession {
   readonly signal: AbortSignal;
   readonly log: Logger;
+  readonly stopLeadMs: number;
   readonly #api: BerthLeaseApi;
   readonly #key: string;
   readonly #clock: Clock;
@@ -520,14 +532,14 @@ class LeaseWriter implements LeaseSession {
     lease: BerthLease,
     key: string,
     ctx: ReconcileContext,
-    clock: Clock,
-    writes?: WriteObserver,
+    o: { clock: Clock; stopLeadMs: number; writes: WriteObserver | undefined },
   ) {
     this.#api = api;
     this.#lease = lease;
     this.#key = key;
-    this.#clock = clock;
-    this.#writes = writes;
+    this.#clock = o.clock;
+    this.stopLeadMs = o.stopLeadMs;
+    this.#writes = o.writes;
     this.signal = ctx.signal;
     this.log = ctx.log;
   }

@@ -52,12 +52,29 @@ export function activationDeadline(lease: BerthLease): number | undefined {
 }
 
 /**
- * `activeAt(now)`: not deleting, a workload record in phase Active with a deadline still ahead and a
- * positive token. Only then may a managed workload run (and its Pods be permitted). The definition is
- * api.ts's `workloadActiveAt`, which the admission webhook uses too.
+ * The stop lead that applies to `lease`: `configured` (`--stop-lead`) for a managed lease, 0 for a
+ * lease-only one, which has no workload to stop and keeps the original's timing.
  */
-export function activeAt(lease: BerthLease, now: number): boolean {
-  return workloadActiveAt(lease.status?.workload, isDeleting(lease), now);
+export function stopLeadFor(lease: BerthLease, configured: number): number {
+  return lease.spec.target === undefined ? 0 : configured;
+}
+
+/**
+ * `activeAt(now)`: not deleting, a workload record in phase Active with a deadline more than the stop
+ * lead ahead and a positive token. Only then may a managed workload run (and its Pods be permitted). The
+ * definition is api.ts's `workloadActiveAt`, which the admission webhook uses too.
+ */
+export function activeAt(lease: BerthLease, now: number, stopLeadMs: number): boolean {
+  return workloadActiveAt(lease.status?.workload, isDeleting(lease), now, stopLeadMs);
+}
+
+/**
+ * When the current activation ends: the recorded deadline minus the stop lead. The stop begins then, so
+ * that it is over by the deadline; every budget and requeue of an active workload is capped by it.
+ */
+export function activationEnd(lease: BerthLease, stopLeadMs: number): number | undefined {
+  const deadline = activationDeadline(lease);
+  return deadline === undefined ? undefined : deadline - stopLeadMs;
 }
 
 /**
@@ -70,12 +87,13 @@ export function forcedStopReason(
   holder: string,
   invalidSpec: string | undefined,
   now: number,
+  stopLeadMs: number,
 ): string | undefined {
   if (isDeleting(lease)) return 'deleting';
   const w = lease.status?.workload;
   if (w?.phase === WorkloadPhase.Stopping) return 'stopping';
   if (w?.phase !== WorkloadPhase.Active) return undefined;
-  if (!activeAt(lease, now)) return 'activation expired';
+  if (!activeAt(lease, now, stopLeadMs)) return 'activation expired';
   if ((w.holder ?? '') !== holder) return 'holder identity changed';
   if (invalidSpec !== undefined) return 'spec invalid';
   return undefined;
@@ -83,14 +101,14 @@ export function forcedStopReason(
 
 /**
  * §2.3 step 8, managed: after a failed Acquire, whether the workload must be stopped: an activation
- * whose deadline passed, or (legacy safeguard) a target without a workload record whose recorded
- * expiry is in the past.
+ * that ended (its deadline less the stop lead passed), or (legacy safeguard) a target without a workload
+ * record whose recorded expiry is in the past.
  */
-export function stopAfterAcquireError(lease: BerthLease, now: number): boolean {
+export function stopAfterAcquireError(lease: BerthLease, now: number, stopLeadMs: number): boolean {
   const w = lease.status?.workload;
   if (w?.phase === WorkloadPhase.Active) {
-    const deadline = activationDeadline(lease);
-    return deadline === undefined || now >= deadline;
+    const end = activationEnd(lease, stopLeadMs);
+    return end === undefined || now >= end;
   }
   if (lease.spec.target !== undefined && w === undefined) {
     const expiresAt = parseTime(lease.status?.expiresAt);
@@ -175,20 +193,28 @@ export const shouldRelease = (id: ReleaseIdentity): boolean => id.holder !== '' 
 
 // ---- budgets and requeues (§2.9) ----
 
-/** Central Acquire: min(heartbeat, 2.5 s, time until the active deadline). */
-export function acquireBudgetMs(heartbeatMs: number, now: number, activeDeadline?: number): number {
+/**
+ * Central Acquire: min(heartbeat, 2.5 s, time until the activation ends), the end being the deadline
+ * less the stop lead (`activationEnd`).
+ */
+export function acquireBudgetMs(heartbeatMs: number, now: number, activeUntil?: number): number {
   const budget = Math.min(heartbeatMs, ACQUIRE_TIMEOUT_MS);
-  return activeDeadline === undefined ? budget : Math.max(1, Math.min(budget, activeDeadline - now));
+  return activeUntil === undefined ? budget : Math.max(1, Math.min(budget, activeUntil - now));
 }
 
-/** Held: min(heartbeat, time until the deadline). */
-export function heldRequeueMs(heartbeatMs: number, deadline: number, now: number): number {
-  return Math.max(1, Math.min(heartbeatMs, deadline - now));
+/** Held: min(heartbeat, time until the deadline less the stop lead), when the activation ends. */
+export function heldRequeueMs(
+  heartbeatMs: number,
+  deadline: number,
+  now: number,
+  stopLeadMs: number,
+): number {
+  return Math.max(1, Math.min(heartbeatMs, deadline - stopLeadMs - now));
 }
 
 /**
- * Acquire error: min(heartbeat, 1 s), capped by the time left before `cap` (the active deadline, or a
- * held lease-only lease's expiry) so the stop or the expiry is noticed on time.
+ * Acquire error: min(heartbeat, 1 s), capped by the time left before `cap` (the end of the activation,
+ * or a held lease-only lease's expiry) so the stop or the expiry is noticed on time.
  */
 export function acquireErrorRequeueMs(heartbeatMs: number, now: number, cap?: number): number {
   const base = Math.min(heartbeatMs, REQUEUE_ON_FAILURE_MS);

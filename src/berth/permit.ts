@@ -38,7 +38,10 @@ import {
 import type { LeaseRun } from './workload-manager.ts';
 
 /** What permitting needs of a reconcile (a LeaseRun, or the permit controller's own session). */
-export type LeaseSession = Pick<LeaseRun, 'lease' | 'signal' | 'log' | 'now' | 'stamp' | 'writeStatus'>;
+export type LeaseSession = Pick<
+  LeaseRun,
+  'lease' | 'signal' | 'log' | 'now' | 'stopLeadMs' | 'stamp' | 'writeStatus'
+>;
 
 /** The label selector of a lease's managed objects. */
 export const managedSelector = (lease: BerthLease): string => `${MANAGED_UID}=${lease.metadata.uid ?? ''}`;
@@ -90,10 +93,18 @@ export interface PermitPlan {
   errors: string[];
 }
 
-/** §2.7 steps 1-5 for a set of checked Pods, pure. Nothing is planned unless the lease is activeAt(now). */
-export function planPermits(lease: BerthLease, checks: readonly PodCheck[], now: number): PermitPlan {
+/**
+ * §2.7 steps 1-5 for a set of checked Pods, pure. Nothing is planned unless the lease is activeAt(now)
+ * with the stop lead.
+ */
+export function planPermits(
+  lease: BerthLease,
+  checks: readonly PodCheck[],
+  now: number,
+  stopLeadMs: number,
+): PermitPlan {
   const plan: PermitPlan = { register: [], ungate: [], errors: [] };
-  if (!activeAt(lease, now)) return plan;
+  if (!activeAt(lease, now, stopLeadMs)) return plan;
   const registered = [...(lease.status?.workload?.pods ?? [])];
   for (const { pod, root, ancestryError } of checks) {
     if (isDeletingObject(pod) || uidOf(pod) === '') continue;
@@ -193,7 +204,7 @@ export async function permitPods(
 ): Promise<PermitOutcome> {
   const outcome: PermitOutcome = { registered: [], ungated: [] };
   const lease = session.lease;
-  if (!activeAt(lease, session.now()) || lease.spec.target === undefined) return outcome;
+  if (!activeAt(lease, session.now(), session.stopLeadMs) || lease.spec.target === undefined) return outcome;
   const namespace = lease.metadata.namespace ?? '';
   const pods = listed ?? (await api.list('Pod', namespace, managedSelector(lease), session.signal));
   const candidates = pods.filter((p) => needsPermit(lease, p));
@@ -213,7 +224,7 @@ export async function permitPods(
   );
   // The target kind must be known before anything is registered for it.
   targetKind(lease.spec.target);
-  const plan = planPermits(lease, checks, session.now());
+  const plan = planPermits(lease, checks, session.now(), session.stopLeadMs);
   const errors = [...plan.errors];
 
   if (plan.register.length > 0) {

@@ -32,6 +32,7 @@ import { splitKey } from '../kube/keys.ts';
 import type { Logger } from '../observability/logger.ts';
 import {
   type BerthLease,
+  DEFAULT_STOP_LEAD_MS,
   FINALIZER,
   hasFinalizer,
   holderFor,
@@ -42,7 +43,7 @@ import {
   type WorkloadStatus,
 } from './api.ts';
 import { centralErrorMessage } from './central-error.ts';
-import { failoverMarginProblem } from './failover-margin.ts';
+import { failoverMarginProblem, stopLeadProblem } from './failover-margin.ts';
 import { type HandOverOutcome, handOverAll } from './hand-over.ts';
 import { type LeaseEventRecorder, LeaseReporter } from './lease-reporter.ts';
 import { LeaseScope, type LeaseScopeDeps } from './lease-scope.ts';
@@ -51,7 +52,7 @@ import type { BerthLeaseApi } from './leaseio.ts';
 import {
   acquireBudgetMs,
   acquireErrorRequeueMs,
-  activationDeadline,
+  activationEnd,
   activeAt,
   checkCentralAnswer,
   forcedStopReason,
@@ -63,6 +64,7 @@ import {
   reacquireIntervalMs,
   standbyNeedsStop,
   stopAfterAcquireError,
+  stopLeadFor,
 } from './ownership.ts';
 import { observedWrite, type WriteObserver } from './ownwrites.ts';
 import {
@@ -113,6 +115,11 @@ export interface BerthLeaseReconcilerOptions {
    * does not outlast it get a Warning Event. Undefined: not checked (no leader election).
    */
   failoverBoundMs?: number;
+  /**
+   * `--stop-lead`: a managed activation ends this long before its recorded deadline (default
+   * DEFAULT_STOP_LEAD_MS); leases whose TTL cannot hold it get a Warning Event.
+   */
+  stopLeadMs?: number;
 }
 
 export class BerthLeaseReconciler {
@@ -130,6 +137,7 @@ export class BerthLeaseReconciler {
    */
   readonly #tokens = new Map<string, { uid: string; token: number }>();
   readonly #failoverBoundMs: number | undefined;
+  readonly #stopLeadMs: number;
   /** `uid/generation` last checked against the failover bound, per lease key (one Warning per spec). */
   readonly #marginChecked = new Map<string, string>();
 
@@ -142,6 +150,7 @@ export class BerthLeaseReconciler {
     this.#clock = options.clock ?? realClock;
     this.#reporter = new LeaseReporter(options.recorder, options.registry);
     this.#failoverBoundMs = options.failoverBoundMs;
+    this.#stopLeadMs = options.stopLeadMs ?? DEFAULT_STOP_LEAD_MS;
     this.#writes = options.writes;
     this.#cached = options.cached;
   }
@@ -164,9 +173,10 @@ export class BerthLeaseReconciler {
     this.#reporter.setHeld(lease);
     // 3. Every status write stamps observedGeneration (status.ts).
     const invalid = validateSpec(lease.spec);
-    if (invalid === undefined) this.#checkFailoverMargin(lease, ctx);
+    if (invalid === undefined) this.#checkTimings(lease, ctx);
+    const lead = stopLeadFor(lease, this.#stopLeadMs);
     // 4. Forced stop.
-    const forced = forcedStopReason(lease, run.holder, invalid, run.now());
+    const forced = forcedStopReason(lease, run.holder, invalid, run.now(), lead);
     if (forced !== undefined) {
       ctx.log.info({ reason: forced }, 'stopping and releasing');
       return this.#stopAndRelease(run);
@@ -189,11 +199,11 @@ export class BerthLeaseReconciler {
           // the forced stop of step 4 once the deadline passes. A missing or different target still
           // stops at once.
           const now = run.now();
-          if (verdict.transient === true && activeAt(run.lease, now)) {
+          if (verdict.transient === true && activeAt(run.lease, now, lead)) {
             await run.writeStatus(targetUnverifiedStatus(run.lease.status, verdict.message, run.stamp()));
-            ctx.log.warn({ error: verdict.message }, 'target not verified; kept until the deadline');
+            ctx.log.warn({ error: verdict.message }, 'target not verified; kept until the activation ends');
             const { heartbeatMs } = leaseTimes(run.lease);
-            return { requeueAfter: acquireErrorRequeueMs(heartbeatMs, now, activationDeadline(run.lease)) };
+            return { requeueAfter: acquireErrorRequeueMs(heartbeatMs, now, activationEnd(run.lease, lead)) };
           }
           return this.#stopAndRelease(run);
         }
@@ -204,17 +214,21 @@ export class BerthLeaseReconciler {
       }
       verified = verdict.target;
     }
-    return this.#acquire(run, verified);
+    return this.#acquire(run, verified, lead);
   }
 
-  // 7-15
-  async #acquire(run: LeaseScope, verified: VerifiedTarget | undefined): Promise<ReconcileResult> {
+  // 7-15. `lead`: the stop lead of this lease (0 for a lease-only one).
+  async #acquire(
+    run: LeaseScope,
+    verified: VerifiedTarget | undefined,
+    lead: number,
+  ): Promise<ReconcileResult> {
     const lease = run.lease;
     const { namespace = '' } = lease.metadata;
     const { ttlMs, heartbeatMs } = leaseTimes(lease);
     const start = run.now();
-    const activeDeadline = activeAt(lease, start) ? activationDeadline(lease) : undefined;
-    const budget = acquireBudgetMs(heartbeatMs, start, activeDeadline);
+    const activeUntil = activeAt(lease, start, lead) ? activationEnd(lease, lead) : undefined;
+    const budget = acquireBudgetMs(heartbeatMs, start, activeUntil);
     const started = performance.now();
     let res: AcquireResult;
     try {
@@ -232,7 +246,7 @@ export class BerthLeaseReconciler {
       this.#reporter.observeAcquire('error', started);
       // The reconcile's own bound passed: nothing more can be written in it.
       if (run.signal.aborted) throw err;
-      return this.#acquireFailed(run, err, heartbeatMs, activeDeadline);
+      return this.#acquireFailed(run, err, heartbeatMs, activeUntil, lead);
     }
 
     // 9. Held by another.
@@ -270,14 +284,15 @@ export class BerthLeaseReconciler {
         run,
         new Error(ReconcileError.invalidCentralResponse),
         heartbeatMs,
-        activeDeadline,
+        activeUntil,
+        lead,
       );
     }
     this.#reporter.observeAcquire('acquired', started);
 
-    // 11. Local deadline.
+    // 11. Local deadline; a managed activation would end the stop lead before it.
     const deadline = ownershipDeadline(start, ttlMs, res.expiresAt);
-    if (now >= deadline) {
+    if (now >= deadline - lead) {
       if (lease.spec.target !== undefined) return this.#stopAndRelease(run);
       // Lease-only: nothing to stop; record nothing and try again soon (the next Acquire renews).
       await run.writeStatus(acquireFailedStatus(lease.status, OWNERSHIP_ELAPSED_MESSAGE, run.stamp()));
@@ -334,7 +349,7 @@ export class BerthLeaseReconciler {
     // 14. Activation (managed).
     if (verified !== undefined) await verified.activate(run);
     // 15.
-    return { requeueAfter: heldRequeueMs(heartbeatMs, deadline, run.now()) };
+    return { requeueAfter: heldRequeueMs(heartbeatMs, deadline, run.now(), lead) };
   }
 
   // 8.
@@ -342,13 +357,14 @@ export class BerthLeaseReconciler {
     run: LeaseScope,
     err: unknown,
     heartbeatMs: number,
-    activeDeadline: number | undefined,
+    activeUntil: number | undefined,
+    lead: number,
   ): Promise<ReconcileResult> {
     const lease = run.lease;
     const message = centralErrorMessage(err);
     const now = run.now();
     run.log.warn({ err: describeError(err) }, 'central acquire failed');
-    if (stopAfterAcquireError(lease, now)) return this.#stopAndRelease(run);
+    if (stopAfterAcquireError(lease, now, lead)) return this.#stopAndRelease(run);
     const leaseOnly = lease.spec.target === undefined;
     if (leaseOnly && heldPastExpiry(lease, now)) {
       await run.writeStatus(expiredStatus(lease.status, message, run.stamp()));
@@ -357,7 +373,7 @@ export class BerthLeaseReconciler {
     await run.writeStatus(acquireFailedStatus(lease.status, message, run.stamp()));
     // A held lease-only lease is re-checked by its expiry, so the status stops claiming it on time.
     const cap =
-      activeDeadline ??
+      activeUntil ??
       (leaseOnly && lease.status?.leaseState === LeaseState.Held
         ? parseTime(lease.status.expiresAt)
         : undefined);
@@ -467,28 +483,29 @@ export class BerthLeaseReconciler {
     const deps: LeaseScopeDeps = {
       api: this.#api,
       clock: this.#clock,
+      stopLeadMs: this.#stopLeadMs,
       ...(this.#writes === undefined ? {} : { writes: this.#writes }),
       onWritten: (before, after) => this.#reporter.written(before, after),
     };
     return new LeaseScope(deps, lease, holderFor(this.#clusterIdentity, lease.spec), key, ctx);
   }
 
-  #checkFailoverMargin(lease: BerthLease, ctx: ReconcileContext): void {
+  /** The Warnings about a spec's TTL, once per spec: the stop lead, then the leader failover. */
+  #checkTimings(lease: BerthLease, ctx: ReconcileContext): void {
     const { namespace = '', name, uid = '', generation = 0 } = lease.metadata;
     const key = `${namespace}/${name}`;
     const checked = `${uid}/${generation}`;
-    if (this.#failoverBoundMs === undefined || this.#marginChecked.get(key) === checked) return;
+    if (this.#marginChecked.get(key) === checked) return;
     this.#marginChecked.set(key, checked);
-    const problem = failoverMarginProblem(lease.spec, this.#failoverBoundMs);
-    if (problem === undefined) return;
-    ctx.log.warn({ ttlSeconds: lease.spec.ttlSeconds }, problem);
-    this.#reporter.event(
-      lease,
-      'warning',
-      LeaseEventReason.TTLBelowFailover,
-      LeaseEventAction.Acquire,
-      problem,
-    );
+    const lead = stopLeadFor(lease, this.#stopLeadMs);
+    const warn = (reason: string, problem: string | undefined): void => {
+      if (problem === undefined) return;
+      ctx.log.warn({ ttlSeconds: lease.spec.ttlSeconds }, problem);
+      this.#reporter.event(lease, 'warning', reason, LeaseEventAction.Acquire, problem);
+    };
+    warn(LeaseEventReason.TTLBelowStopLead, lead > 0 ? stopLeadProblem(lease.spec, lead) : undefined);
+    if (this.#failoverBoundMs !== undefined)
+      warn(LeaseEventReason.TTLBelowFailover, failoverMarginProblem(lease.spec, this.#failoverBoundMs, lead));
   }
 
   #forget(namespace: string, name: string): void {

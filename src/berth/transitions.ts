@@ -20,6 +20,8 @@ export const LeaseEventReason = {
   Drained: 'Drained',
   /** Not in the original: the TTL does not outlast an operator leader failover (failover-margin.ts). */
   TTLBelowFailover: 'TTLBelowFailover',
+  /** Not in the original: the TTL cannot hold a renewal cycle and the stop lead (failover-margin.ts). */
+  TTLBelowStopLead: 'TTLBelowStopLead',
 } as const;
 
 /** events.k8s.io/v1 `action` of each Event. */

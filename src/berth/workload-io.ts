@@ -50,8 +50,9 @@ export interface WorkloadApi {
     signal?: AbortSignal,
   ): Promise<KubeObj>;
   /**
-   * DELETE with a UID precondition (background propagation). `gone` when the object no longer exists or
-   * the name now belongs to another object (that one is not ours to delete).
+   * DELETE with a UID precondition (background propagation) and, when given, `gracePeriodSeconds` (a
+   * Pod's termination grace; shortens that of a Pod already terminating). `gone` when the object no
+   * longer exists or the name now belongs to another object (that one is not ours to delete).
    */
   delete(
     kind: WorkloadKind,
@@ -59,6 +60,7 @@ export interface WorkloadApi {
     name: string,
     uid: string,
     signal?: AbortSignal,
+    gracePeriodSeconds?: number,
   ): Promise<DeleteOutcome>;
 }
 
@@ -99,7 +101,7 @@ export function kubeWorkloadApi(transport: KubeRequester): WorkloadApi {
       );
       return parseKubeObject(json, qualifiedName(kind, name));
     },
-    async delete(kind, namespace, name, uid, signal) {
+    async delete(kind, namespace, name, uid, signal, gracePeriodSeconds) {
       try {
         await readJson<unknown>(
           await transport.request({
@@ -110,6 +112,7 @@ export function kubeWorkloadApi(transport: KubeRequester): WorkloadApi {
               apiVersion: 'v1',
               preconditions: { uid },
               propagationPolicy: 'Background',
+              ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }),
             },
             ...opt(signal),
           }),

@@ -25,6 +25,8 @@ export interface LeaseRun {
   readonly log: Logger;
   /** The reconciler's clock. */
   now(): number;
+  /** `--stop-lead`: the activation ends this long before its recorded deadline (`activeAt`). */
+  readonly stopLeadMs: number;
   /** `now()` and the object's generation, for the status builders of status.ts. */
   stamp(): StatusStamp;
   /**

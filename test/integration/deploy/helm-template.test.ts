@@ -231,6 +231,16 @@ describe('the values, as the operator reads them', () => {
     });
   });
 
+  it('passes workloadManagement.stopLead as --stop-lead; unset, the operator keeps its default', async () => {
+    const lead = operatorConfig(
+      await helm.render({ values: [INSTALL, { workloadManagement: { stopLead: '3s' } }] }),
+    );
+    expect(lead.features.berth.stopLeadMs).toBe(3_000);
+    const objects = await helm.render({ values: [INSTALL] });
+    expect(operatorContainer(objects).env?.some((e) => e.name === 'BERTH_STOP_LEAD')).toBe(false);
+    expect(operatorConfig(objects).features.berth.stopLeadMs).toBe(5_000);
+  });
+
   it('serves the webhooks with an existing Secret and the caBundle as ca.crt, which --cert-mode files reads', async () => {
     const objects = await helm.render({ values: [fixture('existing-secret-values.yaml')] });
     const { features } = operatorConfig(objects);

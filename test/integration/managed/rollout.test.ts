@@ -94,7 +94,8 @@ describe('operator replicas and a managed workload', () => {
     await eventually(async () => (await leaderHolder()) === 'replica-a', { timeoutMs: 10_000 });
     const b = startReplica('replica-b');
 
-    await cluster.createLease(APP, deploymentLease(APP, 2, { ttlSeconds: 6, heartbeatIntervalSeconds: 1 }));
+    // A TTL that holds the default 5 s stop lead (heartbeat + 1 s + lead < TTL).
+    await cluster.createLease(APP, deploymentLease(APP, 2, { ttlSeconds: 10, heartbeatIntervalSeconds: 1 }));
     await cluster.createDeployment(APP, 0);
     const pods = await eventually(
       async () => {

@@ -7,7 +7,13 @@
 // needs the controllers running.
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type BerthLease, type BerthLeaseSpec, FINALIZER, ReconcileError } from '../../../src/berth/api.ts';
+import {
+  type BerthLease,
+  type BerthLeaseSpec,
+  DEFAULT_STOP_LEAD_MS,
+  FINALIZER,
+  ReconcileError,
+} from '../../../src/berth/api.ts';
 import { HttpLeaseClient, type LeaseClient } from '../../../src/berth/leaseclient.ts';
 import { kubeBerthLeaseApi } from '../../../src/berth/leaseio.ts';
 import { type LeaseSession, PermitError, permitPods } from '../../../src/berth/permit.ts';
@@ -704,7 +710,7 @@ describe('stopping (§6.2 5, 16, 17, 21, 22, 29, 30)', () => {
     expect(await cluster.replicas('fence')).toBe(0);
   });
 
-  it('30. an Acquire that would outlive the ownership is cut at the deadline, and the target stopped', async () => {
+  it('30. an Acquire that would outlive the ownership is cut at its end (the stop lead before the deadline), and the target stopped', async () => {
     const clock = newClock();
     let block = false;
     const budgets: Array<number | undefined> = [];
@@ -716,7 +722,7 @@ describe('stopping (§6.2 5, 16, 17, 21, 22, 29, 30)', () => {
         async acquire(namespace, name, holder, ttl, options) {
           if (!block) return inner.acquire(namespace, name, holder, ttl, options);
           budgets.push(options?.timeoutMs);
-          // The central API hangs; time passes meanwhile (past the deadline); the budget ends the call.
+          // The central API hangs; time passes meanwhile (past the activation's end); the budget ends the call.
           clock.advance(200);
           await new Promise((resolve) => setTimeout(resolve, options?.timeoutMs ?? 60_000));
           throw new Error(`acquire ${namespace}/${name}: timed out after ${options?.timeoutMs}ms`);
@@ -731,7 +737,7 @@ describe('stopping (§6.2 5, 16, 17, 21, 22, 29, 30)', () => {
     await op.reconcile('bounded');
     await permitted(op, 'bounded', 2);
     const deadline = Date.parse((await cluster.mustLease('bounded')).status?.workload?.deadline ?? '');
-    clock.advance(deadline - 100 - clock.now());
+    clock.advance(deadline - DEFAULT_STOP_LEAD_MS - 100 - clock.now());
     block = true;
     const started = performance.now();
     await op.reconcile('bounded');
@@ -758,6 +764,7 @@ describe('registration (§6.2 18, 19, 20, 23)', () => {
     signal: new AbortController().signal,
     log: silent(),
     now: () => Date.now(),
+    stopLeadMs: DEFAULT_STOP_LEAD_MS,
     stamp: () => ({ now: Date.now(), generation: lease.metadata.generation }),
     writeStatus,
   });
@@ -924,7 +931,8 @@ describe('late and foreign objects (§6.2 26, 27, 28, 33)', () => {
     await managed(
       undefined,
       'closing',
-      deploymentLease('closing', 2, { ttlSeconds: 3, heartbeatIntervalSeconds: 1 }),
+      // A TTL that holds the default 5 s stop lead (heartbeat + 1 s + lead < TTL): the Pods run.
+      deploymentLease('closing', 2, { ttlSeconds: 8, heartbeatIntervalSeconds: 1 }),
     );
     const [pod] = await until(
       async () => {

@@ -27,7 +27,7 @@ function usage(fn: () => unknown): string {
 }
 
 describe('berth flags', () => {
-  it('defaults: no central API (controller off), no cluster id, 16 workers', () => {
+  it('defaults: no central API (controller off), no cluster id, 16 workers, a 5 s stop lead', () => {
     expect(parse([])).toEqual({
       apiServer: '',
       apiKey: '',
@@ -39,7 +39,19 @@ describe('berth flags', () => {
       clusterId: '',
       useSpecHolderIdentity: false,
       maxConcurrentReconciles: 16,
+      stopLeadMs: 5_000,
     });
+  });
+
+  it('--stop-lead: a duration, 0 for the Go behaviour, from BERTH_STOP_LEAD too; a bad one is one line', () => {
+    expect(parse(['--stop-lead=2500ms']).stopLeadMs).toBe(2_500);
+    expect(parse(['--stop-lead', '0']).stopLeadMs).toBe(0);
+    expect(parse([], { BERTH_STOP_LEAD: '10s' }).stopLeadMs).toBe(10_000);
+    expect(usage(() => parse(['--stop-lead=5']))).toBe(
+      '--stop-lead: invalid duration "5": use a number with a unit, e.g. 30s, 1m, 500ms',
+    );
+    expect(usage(() => parse(['--stop-lead=-1s']))).toMatch(/^--stop-lead: invalid duration "-1s"/);
+    expect(usage(() => parse(['--stop-lead=11m']))).toBe('--stop-lead: must be at most 10m0s');
   });
 
   it('reads every flag, and the environment (BERTH_API_KEY as the chart passes it)', () => {

@@ -6,6 +6,7 @@ import type { AcquireResult } from '../../../src/berth/leaseclient.ts';
 import {
   acquireBudgetMs,
   acquireErrorRequeueMs,
+  activationEnd,
   activeAt,
   checkCentralAnswer,
   forcedStopReason,
@@ -17,6 +18,7 @@ import {
   shouldRelease,
   standbyNeedsStop,
   stopAfterAcquireError,
+  stopLeadFor,
 } from '../../../src/berth/ownership.ts';
 import { formatTime } from '../../../src/berth/status.ts';
 import { BerthLeaseBuilder } from '../../builders/berthlease.ts';
@@ -74,35 +76,59 @@ describe('ownershipDeadline', () => {
 
 describe('activeAt and forced stops', () => {
   it('activeAt needs phase Active, a future deadline, a token and no deletion', () => {
-    expect(activeAt(lease(active(T0 + S)), T0)).toBe(true);
-    expect(activeAt(lease(active(T0)), T0)).toBe(false);
-    expect(activeAt(lease(active(T0 + S, 0)), T0)).toBe(false);
-    expect(activeAt(lease(active(T0 + S), { deleting: true }), T0)).toBe(false);
-    expect(activeAt(lease({ workload: { targetUID: 'u', phase: 'Stopping' } }), T0)).toBe(false);
-    expect(activeAt(lease(), T0)).toBe(false);
+    expect(activeAt(lease(active(T0 + S)), T0, 0)).toBe(true);
+    expect(activeAt(lease(active(T0)), T0, 0)).toBe(false);
+    expect(activeAt(lease(active(T0 + S, 0)), T0, 0)).toBe(false);
+    expect(activeAt(lease(active(T0 + S), { deleting: true }), T0, 0)).toBe(false);
+    expect(activeAt(lease({ workload: { targetUID: 'u', phase: 'Stopping' } }), T0, 0)).toBe(false);
+    expect(activeAt(lease(), T0, 0)).toBe(false);
+  });
+
+  it('activeAt ends the stop lead before the deadline; forced stops and acquire errors follow it', () => {
+    const deadline = T0 + 5 * S;
+    expect(activeAt(lease(active(deadline)), T0, 5 * S - 1)).toBe(true);
+    expect(activeAt(lease(active(deadline)), T0, 5 * S)).toBe(false);
+    expect(activationEnd(lease(active(deadline)), 2 * S)).toBe(deadline - 2 * S);
+    expect(activationEnd(lease(), 2 * S)).toBeUndefined();
+    expect(forcedStopReason(lease(active(deadline)), 'cluster-east', undefined, T0, 5 * S)).toBe(
+      'activation expired',
+    );
+    expect(stopAfterAcquireError(lease(active(deadline)), T0 + 3 * S, 2 * S)).toBe(true);
+    expect(stopAfterAcquireError(lease(active(deadline)), T0 + 3 * S - 1, 2 * S)).toBe(false);
+  });
+
+  it('stopLeadFor: the configured lead for a managed lease, none for a lease-only one', () => {
+    expect(stopLeadFor(lease(undefined, { target: true }), 5 * S)).toBe(5 * S);
+    expect(stopLeadFor(lease(), 5 * S)).toBe(0);
   });
 
   it('forcedStopReason: deleting, stopping, expired, other holder, invalid spec', () => {
-    expect(forcedStopReason(lease(undefined, { deleting: true }), 'h', undefined, T0)).toBe('deleting');
+    expect(forcedStopReason(lease(undefined, { deleting: true }), 'h', undefined, T0, 0)).toBe('deleting');
     expect(
-      forcedStopReason(lease({ workload: { targetUID: 'u', phase: 'Stopping' } }), 'h', undefined, T0),
+      forcedStopReason(lease({ workload: { targetUID: 'u', phase: 'Stopping' } }), 'h', undefined, T0, 0),
     ).toBe('stopping');
-    expect(forcedStopReason(lease(active(T0)), 'cluster-east', undefined, T0)).toBe('activation expired');
-    expect(forcedStopReason(lease(active(T0 + S)), 'cluster-west', undefined, T0)).toBe(
+    expect(forcedStopReason(lease(active(T0)), 'cluster-east', undefined, T0, 0)).toBe('activation expired');
+    expect(forcedStopReason(lease(active(T0 + S)), 'cluster-west', undefined, T0, 0)).toBe(
       'holder identity changed',
     );
-    expect(forcedStopReason(lease(active(T0 + S)), 'cluster-east', 'bad', T0)).toBe('spec invalid');
-    expect(forcedStopReason(lease(active(T0 + S)), 'cluster-east', undefined, T0)).toBeUndefined();
+    expect(forcedStopReason(lease(active(T0 + S)), 'cluster-east', 'bad', T0, 0)).toBe('spec invalid');
+    expect(forcedStopReason(lease(active(T0 + S)), 'cluster-east', undefined, T0, 0)).toBeUndefined();
     // Lease-only leases are only stopped for deletion.
-    expect(forcedStopReason(lease({ leaseState: 'held', fencingToken: 3 }), 'x', 'bad', T0)).toBeUndefined();
+    expect(
+      forcedStopReason(lease({ leaseState: 'held', fencingToken: 3 }), 'x', 'bad', T0, 0),
+    ).toBeUndefined();
   });
 
   it('stopAfterAcquireError: an expired activation, or a legacy target past its recorded expiry', () => {
-    expect(stopAfterAcquireError(lease(active(T0)), T0)).toBe(true);
-    expect(stopAfterAcquireError(lease(active(T0 + S)), T0)).toBe(false);
-    expect(stopAfterAcquireError(lease({ expiresAt: formatTime(T0 - S) }, { target: true }), T0)).toBe(true);
-    expect(stopAfterAcquireError(lease({ expiresAt: formatTime(T0 + S) }, { target: true }), T0)).toBe(false);
-    expect(stopAfterAcquireError(lease({ expiresAt: formatTime(T0 - S) }), T0)).toBe(false);
+    expect(stopAfterAcquireError(lease(active(T0)), T0, 0)).toBe(true);
+    expect(stopAfterAcquireError(lease(active(T0 + S)), T0, 0)).toBe(false);
+    expect(stopAfterAcquireError(lease({ expiresAt: formatTime(T0 - S) }, { target: true }), T0, 0)).toBe(
+      true,
+    );
+    expect(stopAfterAcquireError(lease({ expiresAt: formatTime(T0 + S) }, { target: true }), T0, 0)).toBe(
+      false,
+    );
+    expect(stopAfterAcquireError(lease({ expiresAt: formatTime(T0 - S) }), T0, 0)).toBe(false);
   });
 
   it('heldPastExpiry: a held status at or after its recorded expiry', () => {
@@ -187,9 +213,12 @@ describe('budgets and requeues (§2.9)', () => {
     expect(acquireBudgetMs(10 * S, T0, T0 + 60 * S)).toBe(2_500);
   });
   it('held requeue: min(heartbeat, time to the deadline)', () => {
-    expect(heldRequeueMs(10 * S, T0 + 30 * S, T0)).toBe(10 * S);
-    expect(heldRequeueMs(10 * S, T0 + 4 * S, T0)).toBe(4 * S);
-    expect(heldRequeueMs(10 * S, T0, T0)).toBe(1);
+    expect(heldRequeueMs(10 * S, T0 + 30 * S, T0, 0)).toBe(10 * S);
+    expect(heldRequeueMs(10 * S, T0 + 4 * S, T0, 0)).toBe(4 * S);
+    expect(heldRequeueMs(10 * S, T0, T0, 0)).toBe(1);
+    // The activation ends the stop lead before the deadline: so does the wait for the next renewal.
+    expect(heldRequeueMs(10 * S, T0 + 12 * S, T0, 5 * S)).toBe(7 * S);
+    expect(heldRequeueMs(10 * S, T0 + 4 * S, T0, 5 * S)).toBe(1);
   });
   it('acquire error requeue: min(heartbeat, 1 s), capped by a future deadline', () => {
     expect(acquireErrorRequeueMs(10 * S, T0)).toBe(1_000);

@@ -32,9 +32,16 @@ describe('planPermits', () => {
       managedLease({ token: 0 }),
       managedLease({}, { deleting: true }),
     ]) {
-      expect(planPermits(lease, [checked(pod('a'))], T0)).toEqual({ register: [], ungate: [], errors: [] });
+      expect(planPermits(lease, [checked(pod('a'))], T0, 0)).toEqual({
+        register: [],
+        ungate: [],
+        errors: [],
+      });
     }
-    expect(planPermits(managedLease(), [checked(pod('a'))], T0 + 30_000).register).toEqual([]);
+    expect(planPermits(managedLease(), [checked(pod('a'))], T0 + 30_000, 0).register).toEqual([]);
+    // Within the stop lead of the deadline (30 s ahead) the activation has ended.
+    expect(planPermits(managedLease(), [checked(pod('a'))], T0 + 25_000, 5_000).register).toEqual([]);
+    expect(planPermits(managedLease(), [checked(pod('a'))], T0 + 24_999, 5_000).register).toHaveLength(1);
   });
 
   it('registers gated Pods and then ungates them; registered ones are only ungated', () => {
@@ -43,6 +50,7 @@ describe('planPermits', () => {
       lease,
       [checked(pod('a')), checked(pod('b')), checked(pod('c', { deleting: true }))],
       T0,
+      0,
     );
     expect(plan.register).toEqual([{ name: 'a', uid: 'uid-a' }]);
     expect(plan.ungate.map((p) => p.metadata.name)).toEqual(['a', 'b']);
@@ -64,6 +72,7 @@ describe('planPermits', () => {
         checked(pod('good')),
       ],
       T0,
+      0,
     );
     expect(plan.errors).toEqual([
       ReconcileError.podBindingMismatch,
@@ -76,14 +85,14 @@ describe('planPermits', () => {
 
   it('stops registering at 1024 Pods', () => {
     const full = Array.from({ length: MAX_PERMITTED_PODS - 1 }, (_, i) => ({ name: `p${i}`, uid: `u${i}` }));
-    const plan = planPermits(managedLease({ pods: full }), [checked(pod('x')), checked(pod('y'))], T0);
+    const plan = planPermits(managedLease({ pods: full }), [checked(pod('x')), checked(pod('y'))], T0, 0);
     expect(plan.register).toEqual([{ name: 'x', uid: 'uid-x' }]);
     expect(plan.errors).toEqual([ReconcileError.maxPods]);
     expect(ReconcileError.maxPods).toBe('maximum 1024 active Pod registrations reached');
   });
 
   it('a Pod reusing a registered name with a new UID is a new registration', () => {
-    const plan = planPermits(managedLease({ pods: [{ name: 'a', uid: 'old' }] }), [checked(pod('a'))], T0);
+    const plan = planPermits(managedLease({ pods: [{ name: 'a', uid: 'old' }] }), [checked(pod('a'))], T0, 0);
     expect(plan.register).toEqual([{ name: 'a', uid: 'uid-a' }]);
   });
 });
@@ -121,6 +130,7 @@ function session(lease: BerthLease, fail?: Error): LeaseSession & { writes: Bert
     signal: new AbortController().signal,
     log: createLogger({ level: 'silent' }),
     now: () => T0,
+    stopLeadMs: 5_000,
     stamp: () => ({ now: T0, generation: 1 }),
     async writeStatus(status) {
       if (fail !== undefined) throw fail;

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   type BerthLeaseSpec,
+  DEFAULT_STOP_LEAD_MS,
   outOfScopeMessage,
   ReconcileError,
   STOP_FENCE,
@@ -49,7 +50,7 @@ class FakeScope {
   }
 }
 
-function setup(o: { replicas?: number; scope?: FakeScope } = {}) {
+function setup(o: { replicas?: number; scope?: FakeScope; spec?: Partial<BerthLeaseSpec> } = {}) {
   const store = new FakeLeaseStore();
   const central = new ScriptedLeaseClient();
   const clock = new ManualClock(T0);
@@ -85,13 +86,54 @@ function setup(o: { replicas?: number; scope?: FakeScope } = {}) {
     clock,
     recorder,
   });
-  store.create('web', spec(), { status: { workload: { targetUID: TARGET_UID } } });
+  store.create('web', spec(o.spec), { status: { workload: { targetUID: TARGET_UID } } });
   store.stored('web').metadata.uid = LEASE_UID;
   api.put('Deployment', deployment(o.replicas ?? 0));
   api.put('ReplicaSet', replicaSet());
   const reconcile = () => reconciler.reconcile(`${NS}/web`, ctx('web'));
   return { store, central, clock, recorder, api, log, reconciler, reconcile, workloads };
 }
+
+describe('the stop lead (beyond the original)', () => {
+  it('ends the activation 5 s before the deadline: the renewal is due then, and a failed one stops', async () => {
+    // TTL 12 s, heartbeat 10 s: the activation ends at +7 s, before the heartbeat would renew it.
+    const w = setup({ spec: { ttlSeconds: 12 } });
+    w.central.acquireAnswers = [acquired('cluster-east', 7, T0, 12_000)];
+    expect(await w.reconcile()).toEqual({ requeueAfter: 12_000 - DEFAULT_STOP_LEAD_MS });
+    expect(w.store.stored('web').status?.workload?.deadline).toBe('2026-09-07T09:00:12Z');
+    // The heartbeat, the acquire bound and the lead (10 + 2.5 + 5 s) do not fit in 12 s: a Warning.
+    expect(w.recorder.events.filter((e) => e.reason === 'TTLBelowStopLead')).toEqual([
+      {
+        type: 'Warning',
+        reason: 'TTLBelowStopLead',
+        action: 'Acquire',
+        name: 'web',
+        note: "ttlSeconds 12 does not hold heartbeatIntervalSeconds 10 plus a renewal (up to 2.5s) plus the operator's stop lead (5s): the workload stops before each renewal can extend it",
+      },
+    ]);
+    // A second before its end, a failed renewal keeps it, re-checked at the end; there it is stopped
+    // (step 4, before any central call), drained and released, 5 s before the deadline.
+    w.clock.advance(12_000 - DEFAULT_STOP_LEAD_MS - 1_000);
+    w.central.acquireAnswers = [new Error('connect ECONNREFUSED')];
+    expect(await w.reconcile()).toEqual({ requeueAfter: 1_000 });
+    expect(w.store.stored('web').status?.workload?.phase).toBe('Active');
+    w.clock.advance(1_000);
+    const acquires = w.central.of('acquire').length;
+    await w.reconcile();
+    expect(w.central.of('acquire')).toHaveLength(acquires);
+    expect(w.central.of('release').map((c) => c.fencingToken)).toEqual([7]);
+    expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(0);
+  });
+
+  it('a new activation that would end at once is not made', async () => {
+    const w = setup();
+    // The answer's expiry is 5 s away: deadline − lead is now.
+    w.central.acquireAnswers = [acquired('cluster-east', 7, T0, DEFAULT_STOP_LEAD_MS)];
+    await w.reconcile();
+    expect(w.store.stored('web').status?.workload?.phase).not.toBe('Active');
+    expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(0);
+  });
+});
 
 describe('a managed standby', () => {
   it('never activated: waits quietly — target kept at 0, the other holder shown, no write on later reconciles', async () => {
@@ -186,7 +228,7 @@ describe('activation', () => {
     expect(w.api.stored('Deployment', 'web')?.spec?.replicas).toBe(0);
   });
 
-  it('a failed read of an Active target keeps it until the deadline, unrenewed; a missing one stops at once', async () => {
+  it('a failed read of an Active target keeps it until the activation ends, unrenewed; a missing one stops at once', async () => {
     const w = setup();
     w.central.acquireAnswers = [acquired('cluster-east', 7, T0)];
     await w.reconcile();
@@ -213,14 +255,14 @@ describe('activation', () => {
     expect(w.store.stored('web').status?.workload).toMatchObject({ phase: 'Active', token: 7 });
     expect(findCondition(w.store.stored('web').status, 'HeartbeatHealthy')?.reason).toBe('Heartbeating');
 
-    // Failing reads until the deadline passes: stopped and released then.
+    // Failing reads until the activation ends (the stop lead before the deadline): stopped and released then.
     const renewed = Date.parse(w.store.stored('web').status?.workload?.deadline ?? '');
     expect(renewed).toBeGreaterThanOrEqual(deadline);
     w.api.failures.set('get Deployment/web', [new Error('HTTP 503')]);
-    w.clock.advance(renewed - w.clock.now() - 500);
+    w.clock.advance(renewed - DEFAULT_STOP_LEAD_MS - w.clock.now() - 500);
     expect(await w.reconcile()).toEqual({ requeueAfter: 500 });
     expect(w.store.stored('web').status?.workload?.phase).toBe('Active');
-    // At the deadline step 4's forced stop comes first (it needs no verification).
+    // At the end step 4's forced stop comes first (it needs no verification).
     w.clock.advance(500);
     await w.reconcile();
     expect(w.central.of('release').map((c) => c.fencingToken)).toEqual([7]);

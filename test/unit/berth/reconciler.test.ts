@@ -557,14 +557,16 @@ describe('parseBerthLease', () => {
 });
 
 describe('the failover margin (beyond the original)', () => {
-  it('warns once per spec when the TTL does not outlast a leader failover, and never otherwise', async () => {
+  // Not ttl − heartbeat > failover, as before: the last renewal may have taken up to the acquire bound
+  // (docs/verification.md, finding 3), so a 30 s TTL with a 10 s heartbeat does not outlast 19.4 s.
+  it('warns once per spec when the TTL does not outlast a leader failover plus a renewal, and never otherwise', async () => {
     const { reconcile, store, central, clock, recorder } = setup({ failoverBoundMs: 19_400 });
-    store.create('short', leaseOnlySpec({ ttlSeconds: 20, heartbeatIntervalSeconds: 5 }));
-    store.create('long', leaseOnlySpec({ ttlSeconds: 30, heartbeatIntervalSeconds: 10 }));
+    store.create('short', leaseOnlySpec({ ttlSeconds: 30, heartbeatIntervalSeconds: 10 }));
+    store.create('long', leaseOnlySpec({ ttlSeconds: 32, heartbeatIntervalSeconds: 10 }));
     central.acquireAnswers = [
-      () => Promise.resolve(acquired('cluster-east', 1, clock.now(), 20_000)),
-      () => Promise.resolve(acquired('cluster-east', 2, clock.now())),
-      () => Promise.resolve(acquired('cluster-east', 1, clock.now(), 20_000)),
+      () => Promise.resolve(acquired('cluster-east', 1, clock.now(), 30_000)),
+      () => Promise.resolve(acquired('cluster-east', 2, clock.now(), 32_000)),
+      () => Promise.resolve(acquired('cluster-east', 1, clock.now(), 30_000)),
     ];
     await reconcile('short');
     await reconcile('long');
@@ -576,9 +578,11 @@ describe('the failover margin (beyond the original)', () => {
         reason: 'TTLBelowFailover',
         action: 'Acquire',
         name: 'short',
-        note: 'ttlSeconds 20 minus heartbeatIntervalSeconds 5 (15s) does not outlast an operator leader failover (up to 19.4s): if the leading replica crashes, another cluster can acquire the lease while this cluster still runs the workload',
+        note: 'ttlSeconds 30 minus heartbeatIntervalSeconds 10 (20s) does not outlast an operator leader failover (up to 19.4s) plus a renewal (up to 2.5s) and the stop lead (0s): if the leading replica crashes, another cluster can acquire the lease while this cluster still runs the workload',
       },
     ]);
+    // Lease-only leases have no workload to stop: neither a stop lead nor its Warning.
+    expect(recorder.reasons()).not.toContain('TTLBelowStopLead');
     // The lease is still served: the check only warns.
     expect(store.stored('short').status?.leaseState).toBe('held');
   });

@@ -25,6 +25,8 @@ const status = (code: number, reason: string, message: string): KubeApiError =>
 export class FakeWorkloadApi implements WorkloadApi {
   readonly objects = new Map<string, KubeObj>();
   readonly calls: string[] = [];
+  /** The gracePeriodSeconds of every DELETE, in order (undefined: the object's own). */
+  readonly graces: { name: string; gracePeriodSeconds: number | undefined }[] = [];
   /** Errors thrown by the next calls matching `verb kind/name` (or `verb kind`). */
   readonly failures = new Map<string, Error[]>();
   #rv = 1000;
@@ -104,9 +106,17 @@ export class FakeWorkloadApi implements WorkloadApi {
     return structuredClone(next);
   }
 
-  async delete(kind: WorkloadKind, _namespace: string, name: string, uid: string): Promise<DeleteOutcome> {
+  async delete(
+    kind: WorkloadKind,
+    _namespace: string,
+    name: string,
+    uid: string,
+    _signal?: AbortSignal,
+    gracePeriodSeconds?: number,
+  ): Promise<DeleteOutcome> {
     const call = `delete ${kind}/${name}`;
     this.calls.push(call);
+    this.graces.push({ name, gracePeriodSeconds });
     this.#fail(call, kind);
     const current = this.objects.get(this.#key(kind, name));
     if (current === undefined || current.metadata.uid !== uid) return 'gone';

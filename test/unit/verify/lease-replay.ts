@@ -46,20 +46,29 @@ export const replaySpec = (ttlSeconds: number, heartbeatSeconds: number): BerthL
   releaseAction: { scale: { replicas: 0 } },
 });
 
-/** A deleted Pod keeps running (deletionTimestamp set) until the model says its containers are gone. */
+/**
+ * A deleted Pod keeps running (deletionTimestamp set) until the model says its containers are gone; the
+ * grace the code gave its DELETE is kept.
+ */
 class TerminatingWorkloadApi extends FakeWorkloadApi {
+  /** Pod name -> the gracePeriodSeconds of the code's DELETE of the running Pod. */
+  readonly podGrace = new Map<string, number | undefined>();
+
   override async delete(
     kind: WorkloadKind,
     namespace: string,
     name: string,
     uid: string,
+    signal?: AbortSignal,
+    gracePeriodSeconds?: number,
   ): Promise<DeleteOutcome> {
     const current = this.objects.get(`${kind}/${name}`);
     const gated = (current?.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE);
     if (kind !== 'Pod' || current === undefined || current.metadata.uid !== uid || gated)
-      return super.delete(kind, namespace, name, uid);
+      return super.delete(kind, namespace, name, uid, signal, gracePeriodSeconds);
     this.calls.push(`delete ${kind}/${name}`);
     current.metadata.deletionTimestamp ??= '2026-09-07T09:00:00Z';
+    if (!this.podGrace.has(name)) this.podGrace.set(name, gracePeriodSeconds);
     return 'deleted';
   }
 
@@ -158,6 +167,8 @@ interface Side {
 export interface ReplayOptions {
   ttlSeconds: number;
   heartbeatSeconds: number;
+  /** The operator's `--stop-lead` (the profile's, verify/constants.ts). */
+  stopLeadMs: number;
   /** The model's tick (verify/constants.pml TICK_MS). */
   tickMs: number;
   /**
@@ -166,7 +177,10 @@ export interface ReplayOptions {
    * and only the invariants are checked.
    */
   strict?: boolean;
-  /** Lenient replays: a Pod the code deleted is gone this many ticks later (the model's T_TERM). */
+  /**
+   * Lenient replays: a Pod the code deleted is gone this many ticks later (the model's T_TERM), or when
+   * the grace the code gave it ends, whichever is first.
+   */
   termTicks?: number;
   /** Told the code's state after each event (debugging a replay). */
   log?: (line: string) => void;
@@ -176,6 +190,8 @@ export interface ReplayReport {
   events: number;
   reconciles: number;
   ungates: number;
+  /** Deletions of a running Pod whose grace the code gave as the model bounds it (GRACE). */
+  graces: number;
   /** Events of the trace the code did not follow (lenient replays only). */
   skipped: number;
 }
@@ -193,7 +209,7 @@ export async function replayLease(
   const requests = new Map<string, { c: Cluster; kind: CallKind; fencingToken: number }>();
   let centralToken = 0;
   const strict = options.strict ?? true;
-  const report: ReplayReport = { events: 0, reconciles: 0, ungates: 0, skipped: 0 };
+  const report: ReplayReport = { events: 0, reconciles: 0, ungates: 0, graces: 0, skipped: 0 };
   const skip = (): void => {
     report.skipped++;
   };
@@ -209,6 +225,7 @@ export async function replayLease(
       api: s.api,
       leases: s.store,
       clock: s.clock,
+      stopLeadMs: options.stopLeadMs,
     });
     return new BerthLeaseReconciler({
       api: s.store,
@@ -217,6 +234,7 @@ export async function replayLease(
       operatorNamespace: 'berth-system',
       workloads,
       clock: s.clock,
+      stopLeadMs: options.stopLeadMs,
     });
   };
 
@@ -321,8 +339,10 @@ export async function replayLease(
         continue;
       }
       s.deletedAt ??= t;
+      const grace = s.api.podGrace.get(s.podName);
+      const graceTicks = grace === undefined ? Number.POSITIVE_INFINITY : (grace * 1000) / TICK_MS;
       // Strictly later than the model's own end of a Pod deleted at the same instant (its podgone).
-      if (t - s.deletedAt > (options.termTicks ?? 0)) {
+      if (t - s.deletedAt > Math.min(options.termTicks ?? 0, graceTicks)) {
         s.api.remove(s.podName);
         s.deletedAt = undefined;
       }
@@ -460,9 +480,13 @@ export async function replayLease(
       }
       case 'permit': {
         const lease = await s.store.get(NS, NAME);
-        if (lease !== undefined && lease.spec.target !== undefined && activeAt(lease, s.clock.now())) {
+        if (
+          lease !== undefined &&
+          lease.spec.target !== undefined &&
+          activeAt(lease, s.clock.now(), options.stopLeadMs)
+        ) {
           const scope = new LeaseScope(
-            { api: s.store, clock: s.clock, onWritten: () => {} },
+            { api: s.store, clock: s.clock, stopLeadMs: options.stopLeadMs, onWritten: () => {} },
             lease,
             HOLDERS[s.c],
             KEY,
@@ -481,6 +505,15 @@ export async function replayLease(
         const p = podObject(s);
         if (strict && p !== undefined && p.metadata.deletionTimestamp === undefined)
           fail(`cluster ${s.c}: the model deletes the Pod, the code did not`);
+        // The model bounds the Pod's stop by the grace the code's DELETE gives it.
+        const grace = s.podName === undefined ? undefined : s.api.podGrace.get(s.podName);
+        if (strict && e.g !== undefined) {
+          if ((grace ?? Number.NaN) * 1000 !== e.g * TICK_MS)
+            fail(
+              `cluster ${s.c}: the code deletes the Pod with a grace of ${grace} s, the model ${e.g} ticks`,
+            );
+          report.graces++;
+        }
         break;
       }
       case 'podgone': {
