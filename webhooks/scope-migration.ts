@@ -25,13 +25,12 @@ import {
   SCOPE_SETTLE_MS,
   VERSION,
 } from '../src/berth/api.ts';
-import type { ScopeEntry } from '../src/berth/namespace-scope.ts';
 import { readJson, resourcePath } from '../src/kube/client.ts';
 import { type Clock, realClock } from '../src/kube/clock.ts';
 import type { KubeRequester } from '../src/kube/transport.ts';
 import type { Logger } from '../src/observability/logger.ts';
 import { KINDS } from '../src/workloads/model.ts';
-import { STAMPED_KINDS } from './scope.ts';
+import { type ScopeEntries, STAMPED_KINDS } from './scope.ts';
 
 const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const;
 
@@ -82,13 +81,9 @@ interface Listed {
   items?: Array<KubernetesObject & { spec?: { target?: unknown } }>;
 }
 
-/** The leader's view of the scope's namespaces (NamespaceScope). */
-export interface ScopeEntries {
-  entry(namespace: string): ScopeEntry | 'out' | undefined;
-}
-
 export interface ScopeMigrationOptions {
   transport: KubeRequester;
+  /** The leader's view of the scope's namespaces. */
   scope: ScopeEntries;
   clock?: Clock;
   logger?: Logger;

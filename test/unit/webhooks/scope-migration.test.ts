@@ -19,7 +19,7 @@ import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
-import type { ScopeEntries } from '../../../webhooks/scope-migration.ts';
+import type { ScopeEntries } from '../../../webhooks/scope.ts';
 import { ScopeMigration, selectsScope, widened } from '../../../webhooks/scope-migration.ts';
 
 const params = { namespace: 'berth-system', scope: 'opt-in' } as const;
