@@ -19,6 +19,8 @@
 #define FAILOVER 2 /* leaderFailoverBoundMs(1000, 400) = 1880 ms, rounded up */
 #define FAILOVER_ACCEPTED 3 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
 #define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define SCOPE_TICK_MS 2500 /* the scope model's tick, in ms */
+#define SCOPE_SETTLE 2 /* SCOPE_SETTLE_MS 5000 (src/berth/api.ts), in scope ticks */
 #endif
 
 #if PROFILE == 2 /* deep: ttlSeconds 24, heartbeat 2 s, tick 1000 ms */
@@ -33,6 +35,8 @@
 #define FAILOVER 20 /* leaderFailoverBoundMs(15000, 2000) = 19400 ms, rounded up */
 #define FAILOVER_ACCEPTED 21 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
 #define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define SCOPE_TICK_MS 1250 /* the scope model's tick, in ms */
+#define SCOPE_SETTLE 4 /* SCOPE_SETTLE_MS 5000 (src/berth/api.ts), in scope ticks */
 #endif
 
 #if PROFILE == 3 /* defaults: ttlSeconds 30, heartbeat 10 s, tick 500 ms */
@@ -47,4 +51,6 @@
 #define FAILOVER 39 /* leaderFailoverBoundMs(15000, 2000) = 19400 ms, rounded up */
 #define FAILOVER_ACCEPTED 39 /* the largest failover bound (whole ticks) failoverMarginProblem accepts for this spec without its Warning */
 #define STOP_LEAD 0 /* ticks before the recorded deadline at which workloadActiveAt turns false */
+#define SCOPE_TICK_MS 1000 /* the scope model's tick, in ms */
+#define SCOPE_SETTLE 5 /* SCOPE_SETTLE_MS 5000 (src/berth/api.ts), in scope ticks */
 #endif
