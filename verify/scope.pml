@@ -1,7 +1,7 @@
 /*
- * scope.pml: the opt-in admission scope of issue 33 as implemented (docs/verification.md, "The scope
- * model"; docs/admission.md, "The admission scope"). One namespace, one BerthLease `web` targeting the
- * Deployment `web`, its ReplicaSet, Pod slots 0..1, in discrete time.
+ * scope.pml: the opt-in admission scope of issue 33 as implemented (docs/verification.md, "`verify/scope.pml`"
+ * and "The admission scope"; docs/admission.md, "The admission scope"). One namespace, one BerthLease
+ * `web` targeting the Deployment `web`, its ReplicaSet, Pod slots 0..1, in discrete time.
  *
  * The namespace's label berth.skaphos.io/workload-admission is a sequence of versions (each write one:
  * none, enabled or leaving). Every view of it lags: each kube-apiserver's namespace cache (one, or two
