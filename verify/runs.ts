@@ -43,15 +43,7 @@ const scope = (
 ): ModelRun => ({ name, kind, model: 'scope.pml', mode: 'safety', expect, defines, why, ...extra });
 
 /** The upgrade with the proposed fixes, at a bound that keeps its timers' product small. */
-const UPGRADE_FIXED = [
-  '-DUPGRADE',
-  '-DFIX_RELIST',
-  '-DFIX_HOLDERS_SETTLED',
-  '-DFIX_PLAN_CLOCK',
-  '-DFIX_GUARDS_SINCE',
-  '-DLOSSES=0',
-  '-DNP=1',
-];
+const UPGRADE_FIXED = ['-DUPGRADE', '-DFIX_RELIST', '-DFIX_HOLDERS_SETTLED', '-DLOSSES=0', '-DNP=1'];
 
 /** The faults of the lease model's property runs, per run (a fault budget of 3 each). */
 const NET_FAULTS = ['-DF_LOSS', '-DF_DUP', '-DF_STALL', '-DF_DELAY', '-DFAULTS=3', '-DDELETES=1'];
@@ -278,7 +270,7 @@ export const RUNS: readonly ModelRun[] = [
     'proposal',
     'pass',
     [...UPGRADE_FIXED, '-DUSER=3'],
-    "narrowing once the guards were seen live for the settle period, the clock read before the plan's LISTs, and every holder's label settled in the leader's informer for another settle period",
+    "narrowing only a further settle period after the guards' one, once every holder's label has been shown in scope by the leader's informer for the settle period (since restarting on a relist)",
     { deep: [...UPGRADE_FIXED, '-DUSER=2'] },
   ),
   scope(

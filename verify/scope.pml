@@ -42,8 +42,9 @@
  * Other switches: NOSKIP (informers and caches see every version in order: no relist); the proposed
  * fixes FIX_RELIST (a replica's `since` restarts when its informer jumps over a version),
  * FIX_HOLDERS_SETTLED (the upgrade narrows only once every holder's label has been shown in scope by the
- * leader's informer for S, after a further S past the guards), FIX_PLAN_CLOCK (the plan reads the clock
- * before its LISTs), FIX_GUARDS_SINCE (guardsSince once the guards are live, not before their write).
+ * leader's informer for S, after a further S past the guards); with the code's single settle period,
+ * FIX_PLAN_CLOCK (the plan reads the clock before its LISTs) and FIX_GUARDS_SINCE (guardsSince once the
+ * guards are live, not before their write).
  *
  * Properties: those of admission.pml (`check`): a running Pod of the lease's chain is registered and
  * held; the admitted target of a lease is stamped.
