@@ -35,6 +35,8 @@
 #define H_STARTUP 1 /* berthSidecarStartupProbe periodSeconds (the main container's first start) */
 #define H_POD_GRACE 30 /* Kubernetes' default terminationGracePeriodSeconds (30 s): the kill of hole 2 */
 #define H_BACKOFF 10 /* the kubelet's crash back-off before the second restart (10 s) */
+#define SCOPE_TICK_MS 2500 /* the scope model's tick, in ms */
+#define SCOPE_SETTLE 2 /* SCOPE_SETTLE_MS 5000 (src/berth/api.ts), in scope ticks */
 #endif
 
 #if PROFILE == 2 /* deep: ttlSeconds 24, heartbeat 2 s, tick 1000 ms */
@@ -65,6 +67,8 @@
 #define H_STARTUP 1 /* berthSidecarStartupProbe periodSeconds (the main container's first start) */
 #define H_POD_GRACE 30 /* Kubernetes' default terminationGracePeriodSeconds (30 s): the kill of hole 2 */
 #define H_BACKOFF 10 /* the kubelet's crash back-off before the second restart (10 s) */
+#define SCOPE_TICK_MS 1250 /* the scope model's tick, in ms */
+#define SCOPE_SETTLE 4 /* SCOPE_SETTLE_MS 5000 (src/berth/api.ts), in scope ticks */
 #endif
 
 #if PROFILE == 3 /* defaults: ttlSeconds 30, heartbeat 10 s, tick 500 ms */
@@ -95,6 +99,8 @@
 #define H_STARTUP 2 /* berthSidecarStartupProbe periodSeconds (the main container's first start) */
 #define H_POD_GRACE 60 /* Kubernetes' default terminationGracePeriodSeconds (30 s): the kill of hole 2 */
 #define H_BACKOFF 20 /* the kubelet's crash back-off before the second restart (10 s) */
+#define SCOPE_TICK_MS 1000 /* the scope model's tick, in ms */
+#define SCOPE_SETTLE 5 /* SCOPE_SETTLE_MS 5000 (src/berth/api.ts), in scope ticks */
 #endif
 
 /* the code's bounded Pod grace (drain.ts podStopGraceSeconds, a Pod whose own grace is longer) with d

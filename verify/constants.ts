@@ -10,6 +10,9 @@ import {
   DEFAULT_STOP_LEAD_MS,
   RELEASE_TIMEOUT_MS,
   REQUEUE_ON_FAILURE_MS,
+  SCOPE_ENABLED,
+  SCOPE_LEAVING,
+  SCOPE_SETTLE_MS,
   workloadActiveAt,
 } from '../src/berth/api.ts';
 import { POD_KILL_MARGIN_MS, podStopGraceSeconds } from '../src/berth/drain.ts';
@@ -30,6 +33,7 @@ import { formatTime } from '../src/berth/status.ts';
 import { decideAcquire, decideRelease } from '../src/central/manager.ts';
 import { isExpired, type LeaseRecord } from '../src/central/record.ts';
 import { validateLeaderTimings } from '../src/kube/leader-decision.ts';
+import { decideLeaseScope, settleLeft } from '../webhooks/scope.ts';
 import { helperConstants } from './helper-constants.ts';
 
 /** One bound of the models: a BerthLease spec, the operator's leader election flags, a tick. */
@@ -382,6 +386,50 @@ export function leaseConstants(p: Profile): ModelConstant[] {
   ];
 }
 
+/**
+ * The scope model's tick per profile (scope.pml): an abstract tick coarser than the lease model's, so
+ * that its ages (views, `since`, timers) stay few. SCOPE_SETTLE is SCOPE_SETTLE_MS in these ticks.
+ */
+export const SCOPE_TICK_MS: Readonly<Record<Profile['id'], number>> = { 1: 2_500, 2: 1_250, 3: 1_000 };
+
+/** The settle rule of scope.pml, probed against webhooks/scope.ts. */
+function checkScopeRules(): void {
+  const enabled = { value: SCOPE_ENABLED, since: T0, resourceVersion: '1' };
+  check(
+    'settled once SCOPE_SETTLE_MS passed, not before',
+    decideLeaseScope('n', enabled, T0 + SCOPE_SETTLE_MS).allowed &&
+      !decideLeaseScope('n', enabled, T0 + SCOPE_SETTLE_MS - 1).allowed,
+    'decideLeaseScope must admit exactly SCOPE_SETTLE_MS after since',
+  );
+  check(
+    'entry only from enabled',
+    !decideLeaseScope('n', { ...enabled, value: SCOPE_LEAVING }, T0 + 10 * SCOPE_SETTLE_MS).allowed &&
+      !decideLeaseScope('n', 'out', T0).allowed &&
+      !decideLeaseScope('n', undefined, T0).allowed,
+    'a leaving, outside or unknown namespace must refuse a BerthLease with a target',
+  );
+  check(
+    'the exit settles on leaving',
+    settleLeft({ ...enabled, value: SCOPE_LEAVING }, SCOPE_LEAVING, T0 + SCOPE_SETTLE_MS) === 0 &&
+      settleLeft(enabled, SCOPE_LEAVING, T0 + SCOPE_SETTLE_MS) === undefined,
+    'settleLeft must count the leaving value only',
+  );
+}
+
+/** The #defines of scope.pml for one profile. */
+export function scopeConstants(p: Profile): ModelConstant[] {
+  checkScopeRules();
+  const tickMs = SCOPE_TICK_MS[p.id];
+  return [
+    { name: 'SCOPE_TICK_MS', value: tickMs, source: "the scope model's tick, in ms" },
+    {
+      name: 'SCOPE_SETTLE',
+      value: ticks(SCOPE_SETTLE_MS, tickMs, 'SCOPE_SETTLE_MS'),
+      source: `SCOPE_SETTLE_MS ${SCOPE_SETTLE_MS} (src/berth/api.ts), in scope ticks`,
+    },
+  ];
+}
+
 const HEADER = `/*
  * GENERATED from the code by verify/constants.ts; do not edit. Regenerate: npm run verify:constants.
  * A unit test (test/unit/verify/constants.test.ts) fails when this file and the code drift apart.
@@ -401,7 +449,7 @@ const GRACE_MACRO = `/* the code's bounded Pod grace (drain.ts podStopGraceSecon
 /** The text of verify/constants.pml. */
 export function renderConstants(profiles: readonly Profile[] = PROFILES): string {
   const blocks = profiles.map((p) => {
-    const lines = [...leaseConstants(p), ...helperConstants(p.id, p.tickMs)].map(
+    const lines = [...leaseConstants(p), ...helperConstants(p.id, p.tickMs), ...scopeConstants(p)].map(
       (c) => `#define ${c.name} ${c.value} /* ${c.source} */`,
     );
     return `#if PROFILE == ${p.id} /* ${p.name}: ttlSeconds ${p.ttlSeconds}, heartbeat ${p.heartbeatSeconds} s, tick ${p.tickMs} ms */\n${lines.join('\n')}\n#endif\n`;

@@ -39,7 +39,12 @@ const scope = (
   expect: RunSpec['expect'],
   defines: readonly string[],
   why: string,
-): ModelRun => ({ name, kind, model: 'scope.pml', mode: 'safety', expect, defines, why });
+  extra: Partial<ModelRun> = {},
+): ModelRun => ({ name, kind, model: 'scope.pml', mode: 'safety', expect, defines, why, ...extra });
+
+/** The upgrade with the proposed fixes, at a bound that keeps its timers' product small. */
+/** The upgrade at a bound the CI budget holds: one Pod slot, no lost answers. */
+const UPGRADE_BOUND = ['-DUPGRADE', '-DLOSSES=0', '-DNP=1'];
 
 /** The faults of the lease model's property runs, per run (a fault budget of 3 each). */
 const NET_FAULTS = ['-DF_LOSS', '-DF_DUP', '-DF_STALL', '-DF_DELAY', '-DFAULTS=3', '-DDELETES=1'];
@@ -243,48 +248,93 @@ export const RUNS: readonly ModelRun[] = [
     ['-DHOLE_CACHE_ROOT', '-DCACHE', '-DORPHANS', '-DUSER=4'],
     'issue 33: a Deployment CREATE judged on a cache that misses a new lease is admitted unmanaged, ungated, without admission record',
   ),
-  // ---- scope.pml: the opt-in admission scope of issue 33, as specified ----
+  // ---- scope.pml: the opt-in admission scope of issue 33 as implemented (v2) ----
   scope(
-    'scope: a lease created on a stale view of the namespace',
-    'finding',
-    'counterexample',
-    ['-DATOMIC_GUARD'],
-    'the label removal is written; kube-apiserver still sees the label and admits a targeted BerthLease; then it sees the removal and admits the target unreviewed: unstamped, ungated, no admission record',
-  ),
-  scope(
-    "scope: the guard's write skew",
-    'finding',
-    'counterexample',
-    ['-DNOLAG'],
-    "with views that never lag, the guard's LIST finds nothing, a targeted BerthLease is created, then the removal is written: the target is admitted unreviewed",
-  ),
-  scope(
-    'scope: scope entry with two apiservers',
-    'finding',
-    'counterexample',
-    ['-DHA', '-DATOMIC_GUARD'],
-    'one apiserver sees the new label and admits the lease, the other does not yet and admits the target unreviewed',
-  ),
-  scope(
-    'scope: the upgrade before the guards are seen',
-    'finding',
-    'counterexample',
-    ['-DUPGRADE', '-DSETTLE'],
-    "the leader labels and narrows; an apiserver that does not see the guard yet admits the label removal; a stamped Pod's gate is then removed unreviewed",
-  ),
-  scope(
-    'scope: a bypass Pod in the chain of a standby',
-    'finding',
-    'counterexample',
-    ['-DNOLAG', '-DTARGET_REVIEWED', '-DUSER=5'],
-    'the target was admitted and stamped in scope, then the namespace left it: a Pod naming the stamped ReplicaSet is admitted unreviewed and ungated while the other cluster holds the lease',
-  ),
-  scope(
-    'scope: safe only without lag and write skew',
-    'proposal',
+    'scope: entry and the two-step exit, two apiservers',
+    'property',
     'pass',
-    ['-DATOMIC_GUARD', '-DNOLAG', '-DHA', '-DUSER=5'],
-    "what a fix must provide: the guard's check and the label write as one step, and every view current before the next write (a settle period that covers the lag)",
+    ['-DHA'],
+    'two kube-apiservers whose namespace caches and configuration views lag independently, just under the settle period: nothing of a managed chain is admitted unreviewed',
+  ),
+  scope(
+    'scope: two operator replicas whose informers see every event',
+    'property',
+    'pass',
+    ['-DHA_OP', '-DNOSKIP'],
+    'the guards served by either replica, each with its own lagging informer and `since`, as long as an informer never skips a version',
+    { deep: ['-DHA', '-DHA_OP', '-DNOSKIP'] },
+  ),
+  scope(
+    'scope: two operator replicas whose informers relist',
+    'property',
+    'pass',
+    ['-DHA_OP'],
+    "a replica's since taken anew when its informer relists (nextScopeEntry): the scope holds with views that jump over versions",
+    { deep: ['-DHA', '-DHA_OP'] },
+  ),
+  scope(
+    'scope: the upgrade',
+    'property',
+    'pass',
+    [...UPGRADE_BOUND, '-DUSER=3'],
+    "narrowing two settle periods after the guards were seen live, once every holder's namespace has been shown in scope by the leader's informer for the settle period",
+    { deep: [...UPGRADE_BOUND, '-DUSER=2'] },
+  ),
+  scope(
+    'hole (fixed): a relist keeps since across a skipped change',
+    'hole',
+    'counterexample',
+    ['-DHA_OP', '-DV2_FIRST'],
+    "the code before the fix: the leader's informer jumps from leaving to leaving over enabled (a relist), its since is kept, the exit removes the label while the other replica, still showing enabled settled, admits a targeted BerthLease; the target is admitted unreviewed",
+  ),
+  scope(
+    'hole (fixed): the upgrade narrows on a label an apiserver does not show yet',
+    'hole',
+    'counterexample',
+    ['-DUPGRADE', '-DV2_FIRST'],
+    "the code before the fix: a holder's label removed through an apiserver without the guards and set again by a user; the plan finds it labelled and narrows, and the apiserver, still showing it unlabelled, admits a Pod of the chain unreviewed",
+  ),
+  scope(
+    'scope hole: narrowing one settle period after the guards',
+    'hole',
+    'counterexample',
+    ['-DUPGRADE', '-DHOLE_ONE_GUARD_SETTLE'],
+    "the leader's informer may not show yet a label removed while the guards spread: the holders' settle check alone passes on a stale view",
+  ),
+  scope(
+    'scope hole: no settle on entry',
+    'hole',
+    'counterexample',
+    ['-DHOLE_ENTRY_UNSETTLED'],
+    'a targeted BerthLease admitted as soon as the replica sees the label: an apiserver that does not see it yet admits the target unreviewed (v1 trace 3)',
+  ),
+  scope(
+    'scope hole: a one-step exit',
+    'hole',
+    'counterexample',
+    ['-DHOLE_ONE_STEP'],
+    'a removal from enabled guarded by the live LISTs alone: a BerthLease admitted before the LISTs is written after them (v1 trace 2)',
+  ),
+  scope(
+    "scope hole: the exit's LIST, then an unguarded write",
+    'hole',
+    'counterexample',
+    ['-DHOLE_EXIT_UNGUARDED'],
+    "the exit's write neither carries the resourceVersion it saw nor is reviewed again: the namespace set back to enabled meanwhile loses its label under a new lease",
+  ),
+  scope(
+    'scope hole: narrowing before the guards and labels settle',
+    'hole',
+    'counterexample',
+    [...UPGRADE_BOUND, '-DUSER=3', '-DHOLE_EARLY_NARROW'],
+    "the upgrade narrows once the guards are written: an apiserver that does not see them admits a holder's label removal (v1 trace 4)",
+  ),
+  scope(
+    'teeth: views that lag the settle period',
+    'teeth',
+    'counterexample',
+    ['-DBREAK_LAG'],
+    'the assumption broken by one tick (view lag plus commit time equal to SCOPE_SETTLE_MS): an apiserver does not see the label a settled replica admitted a lease on (v1 trace 1)',
   ),
   // ---- teeth of the liveness property ----
   {

@@ -1,24 +1,96 @@
 /*
- * scope.pml: the opt-in admission scope of issue 33, as specified for this model (docs/verification.md,
- * "The scope model"). One namespace, one BerthLease `web` targeting the Deployment `web`, its
- * ReplicaSet, Pod slots 0..1, without time.
+ * scope.pml: the opt-in admission scope of issue 33 as implemented (docs/verification.md, "`verify/scope.pml`"
+ * and "The admission scope"; docs/admission.md, "The admission scope"). One namespace, one BerthLease
+ * `web` targeting the Deployment `web`, its ReplicaSet, Pod slots 0..1, in discrete time.
  *
- * The namespace is in scope while it carries berth.skaphos.io/workload-admission=enabled. Each
- * kube-apiserver (one, or two with HA) judges namespaceSelectors on its own lagging view of that label
- * and of the webhook configurations (CFG 0: the old cluster-wide registration; 1: the scope guards
- * registered beside it; 2: the workload webhooks narrowed to the scope). With the narrowed registration
- * a workload write in a namespace the apiserver sees out of scope reaches no Berth webhook: it is admitted
- * as written. A targeted BerthLease CREATE is denied where the apiserver sees the namespace out of scope
- * (CFG >= 1). A label removal is guarded by a live LIST of targeted leases and stamped objects (CFG >= 1);
- * the LIST and the namespace write are two steps (write skew). The reconciler activates a lease only
- * after a live GET shows the namespace in scope, and stops an Active one once its own informer (lagging)
- * shows it out of scope. UPGRADE starts from the cluster-wide registration with nothing labelled: the
- * leader registers the guards, labels every namespace holding a targeted lease or a stamped object
- * (a live LIST), waits a settle period and narrows.
+ * The namespace's label berth.skaphos.io/workload-admission is a sequence of versions (each write one:
+ * none, enabled or leaving). Every view of it lags: each kube-apiserver's namespace cache (one, or two
+ * with HA), each operator replica's informer (one, or two with HA_OP; replica 0 leads), and each
+ * apiserver's view of the webhook configurations. A view shows some version it has reached and may jump
+ * over versions (a relist after 410 Gone); the version after the one it shows must be reached within
+ * LAG ticks of its write (ALAG for an apiserver, whose workload writes are decided and written in one
+ * step here, so its bound counts the commit too). An admitted request that the model splits (a
+ * BerthLease CREATE, the exit's removal, a configuration write) is written within COMMIT ticks.
+ *
+ * v2 (webhooks/scope.ts, scope-exit.ts, scope-migration.ts, src/berth/namespace-scope.ts):
+ * - the workload webhooks select `In [enabled, leaving]`: a workload write where the apiserver sees
+ *   neither reaches no Berth webhook (once the configuration it sees is narrowed);
+ * - berthlease-scope (every namespace): a BerthLease with a target is admitted only if the serving
+ *   replica's informer shows the namespace `enabled` and has shown that value for SETTLE ticks;
+ * - namespace-scope (every namespace): enabled <-> leaving and adding a value are free; a removal is the
+ *   operator's alone, from `leaving`, with the serving replica's informer showing `leaving` for SETTLE,
+ *   and live LISTs finding no targeted lease and no stamped object;
+ * - the exit controller (the leader): its informer shows `leaving` for SETTLE, live LISTs find nothing,
+ *   then (a later step) the removal, a merge patch carrying the resourceVersion it saw;
+ * - the reconciler activates only after a live GET shows the namespace in scope, and stops an Active
+ *   lease once the leader's informer shows it out of scope;
+ * - UPGRADE: from the cluster-wide registration, nothing labelled, a managed target admitted: each plan
+ *   LISTs and labels the holders (`#label`), then reads the clock: guardsSince is taken before the
+ *   guards' write, and the selectors narrow once guardsSince and the last label are SETTLE old.
+ * An informer's `since` is kept while the value it shows stays the same (namespace-scope.ts `observe`),
+ * also across a jump. Versions every view has passed are forgotten (EV lines number versions from the
+ * oldest one a view still shows).
+ *
+ * Time: a tick is SCOPE_TICK_MS of constants.pml, SETTLE (S) is SCOPE_SETTLE_MS in ticks; a check passes
+ * once a value has been shown for S ticks (settleLeft == 0). By default LAG + COMMIT = S - 1 (COMMIT 1
+ * when S > 2, else 0): the assumption at its edge in whole ticks.
+ *
+ * The v1 holes, as switches (each must yield a counterexample): HOLE_ENTRY_UNSETTLED (no settle on
+ * entry), HOLE_ONE_STEP (a removal from `enabled`, guarded by the LISTs alone), HOLE_EXIT_UNGUARDED (the
+ * exit's LIST, then a write neither version-guarded nor reviewed again), HOLE_EARLY_NARROW (narrowing
+ * once the guards are written), BREAK_LAG (LAG + COMMIT = S: the assumption broken by a tick).
+ * Other switches: NOSKIP (informers and caches see every version in order: no relist); the proposed
+ * fixes FIX_RELIST (a replica's `since` restarts when its informer jumps over a version),
+ * FIX_HOLDERS_SETTLED (the upgrade narrows only once every holder's label has been shown in scope by the
+ * leader's informer for S, after a further S past the guards); with the code's single settle period,
+ * FIX_PLAN_CLOCK (the plan reads the clock before its LISTs) and FIX_GUARDS_SINCE (guardsSince once the
+ * guards are live, not before their write).
  *
  * Properties: those of admission.pml (`check`): a running Pod of the lease's chain is registered and
  * held; the admitted target of a lease is stamped.
  */
+
+#include "constants.pml"
+
+/* The implementation (namespace-scope.ts nextScopeEntry, scope-migration.ts readyAt) has the fixes of the
+ * two findings: since restarts on a relist; the upgrade takes guardsSince once it sees the guards live,
+ * reads its clock before its LISTs, and narrows two settle periods after the guards (one for them to
+ * spread, one for the leader's informer to show any label removed meanwhile) once every holder's
+ * namespace has been shown in scope by that informer for a settle period; it keeps no clock of its own
+ * labels. V2_FIRST is the code before those fixes; HOLE_ONE_GUARD_SETTLE narrows one settle period after
+ * the guards. */
+#ifndef V2_FIRST
+#define FIX_RELIST
+#define FIX_GUARDS_SINCE
+#define FIX_PLAN_CLOCK
+#define FIX_HOLDERS_SETTLED
+#define NO_LABEL_CLOCK
+#endif
+
+#define S SCOPE_SETTLE
+#ifndef COMMIT
+#if SCOPE_SETTLE > 2
+#define COMMIT 1       /* ticks from an admission to its write */
+#else
+#define COMMIT 0
+#endif
+#endif
+#ifndef LAG
+#ifdef BREAK_LAG
+#define LAG (S - COMMIT)
+#else
+#define LAG (S - 1 - COMMIT)
+#endif
+#endif
+#define ALAG (LAG + COMMIT)
+#if defined(FIX_HOLDERS_SETTLED) && !defined(HOLE_ONE_GUARD_SETTLE)
+#define GA_MAX (2 * S)   /* the guards' settle period, then the holders' labels' */
+#else
+#define GA_MAX S
+#endif
+#if LAG < 0
+#error "LAG + COMMIT must be below SETTLE"
+#endif
 
 #ifndef NP
 #define NP 2
@@ -33,23 +105,55 @@
 #define TAKEOVERS 1
 #endif
 #ifdef HA
-#define NA 2           /* kube-apiservers, each with its own views */
+#define NA 2           /* kube-apiservers */
 #else
 #define NA 1
+#endif
+#ifdef HA_OP
+#define NR 2           /* operator replicas; 0 is the leader */
+#else
+#define NR 1
+#endif
+#ifndef NV
+#define NV 4           /* label versions in the window (from the oldest a view shows) */
 #endif
 
 #define PH_NONE 0
 #define PH_ACTIVE 1
 #define PH_STOPPING 2
 
-/* ---- the namespace ---- */
-bit label;             /* berth.skaphos.io/workload-admission=enabled */
-bit rm_pending;        /* a label removal the guard admitted, not yet written */
-bit nsv[2];            /* each apiserver's view of the label */
-bit rv_ns;             /* the reconciler's namespace informer */
-byte cfg;              /* the webhook configurations: 0 cluster-wide, 1 + guards, 2 narrowed */
-byte cfgv[2];          /* each apiserver's view of them */
-byte up_step;          /* the upgrade: 0 not begun, 1 guards registered, 2 labelled, 3 narrowed */
+#define V_NONE 0
+#define V_ENABLED 1
+#define V_LEAVING 2
+
+/* ---- the namespace: its label versions and the views of them ---- */
+byte ver;              /* the stored version */
+byte val[NV];          /* the label at each version */
+byte age[NV];          /* ticks since written, while some view has not reached it (else 0), up to ALAG */
+byte nv[NA];           /* the version each apiserver's namespace cache shows */
+byte ri[NR];           /* the version each replica's informer shows */
+byte sa[NR];           /* ticks since replica r's informer began showing its value (`since`), up to S */
+
+/* ---- the webhook configurations: 0 cluster-wide, 1 + the scope guards, 2 narrowed ---- */
+byte cver;
+byte cage[3];
+byte cv[NA];
+
+/* ---- requests admitted, not written yet ---- */
+bit l_pend; byte l_t;  /* a BerthLease CREATE */
+byte e_st;             /* the exit: 0 idle, 1 its LISTs found nothing, 2 its removal admitted */
+byte e_rv;             /* the version the leader's informer showed (the patch's resourceVersion) */
+byte e_av;             /* the version the admission reviewed (the apiserver's optimistic write) */
+byte e_t;
+bit u_pend; byte u_av; byte u_t;   /* HOLE_ONE_STEP: a user's removal admitted */
+
+/* ---- the upgrade (the leader's ScopeMigration) ---- */
+byte up;               /* 0 guards not written yet, 1 written or being written, 2 narrowing written */
+bit gs; byte ga;       /* guardsSince set; ticks since */
+bit ls; byte la;       /* labelledAt set; ticks since */
+bit pl; byte pl_t;     /* a plan between its LISTs and its clock read */
+bit ph;                /* its LISTs found a holder */
+bit c_pend; byte c_t; byte c_next;
 
 /* ---- the BerthLease (one incarnation) ---- */
 bit l_ex; bit l_del; bit l_rec; byte l_phase; byte l_pods; bit held; bit lost; bit other;
@@ -64,31 +168,37 @@ byte p_next;
 byte user = USER;
 byte losses = LOSSES;
 byte takeovers = TAKEOVERS;
-byte a;                /* the apiserver of the request (scratch) */
+byte a;                /* the apiserver of a request (scratch) */
+byte x;                /* the replica serving a review (scratch) */
 byte r_out;            /* 0 unmanaged, 1 bound, 2 denied (scratch) */
 byte i;
+byte k;
 byte r_n;
-
-/* NOLAG: every view of the label follows it at once (isolates the write skew from the lag) */
-#ifdef NOLAG
-#define SYNC nsv[0] = label; nsv[1] = label; rv_ns = label
-#else
-#define SYNC skip
-#endif
 
 #define OUT_FREE 0
 #define OUT_BOUND 1
 #define OUT_DENY 2
-#define BIT(k) (1 << (k))
-#define RUNNING(k) (p_ex[k] && !p_gate[k])
+#define BIT(j) (1 << (j))
+#define RUNNING(j) (p_ex[j] && !p_gate[j])
 #define LIVE_ACTIVE (l_ex && !l_del && l_phase == PH_ACTIVE && !lost)
-/* does a workload write at apiserver x reach the Berth workload webhooks? */
-#define CALLED(x) (cfgv[x] < 2 || nsv[x])
-/* any targeted lease or stamped object in the namespace (the guard's live LISTs) */
+#define IN_SCOPE(v) ((v) != V_NONE)
+/* does a workload write at apiserver y reach the Berth workload webhooks? */
+#define REVIEWED(y) (cv[y] < 2 || IN_SCOPE(val[nv[y]]))
+/* any targeted lease or stamped object in the namespace (the live LISTs of scopeHolder) */
 #define ANY_STAMPED (l_ex || d_stamp && d_ex || rs_stamp && rs_ex || p_ex[0] && p_stamp[0] || p_ex[1] && p_stamp[1])
+/* replica y has shown value v for the settle period (settleLeft(...) == 0) */
+#define SETTLED(y, v) (val[ri[y]] == (v) && sa[y] >= S)
+#ifdef HOLE_ENTRY_UNSETTLED
+#define ENTRY_OK(y) (val[ri[y]] == V_ENABLED)
+#else
+#define ENTRY_OK(y) SETTLED(y, V_ENABLED)
+#endif
+/* a view at version w must move before the next tick: the version after it is `bound` ticks old */
+#define DUE(w, bound) ((w) < ver && age[(w) + 1] >= (bound))
+#define CDUE(w) ((w) < cver && cage[(w) + 1] >= ALAG)
 
-#define IN_CHAIN(k) (p_own[k] && rs_ex && d_ex && (l_rec || d_should))
-#define OF_LEASE(k) (l_ex && (p_stamp[k] || IN_CHAIN(k)))
+#define IN_CHAIN(j) (p_own[j] && rs_ex && d_ex && (l_rec || d_should))
+#define OF_LEASE(j) (l_ex && (p_stamp[j] || IN_CHAIN(j)))
 
 inline pick_apiserver() {
   a = 0;
@@ -97,6 +207,135 @@ inline pick_apiserver() {
 #endif
   skip
 }
+
+inline pick_replica() {
+  x = 0;
+#ifdef HA_OP
+  if :: x = 0 :: x = 1 fi;
+#endif
+  skip
+}
+
+/* a write of the label (a new version), when the version budget allows */
+inline write_label(v) {
+  ver++; val[ver] = v; age[ver] = 0;
+  printf("EV namespace: label %d (version %d)\n", v, ver)
+}
+
+/* versions every view has passed are forgotten: the window starts at the oldest version shown */
+#define SHIFT(w) w = ((w) >= r_n -> (w) - r_n : 255)
+inline canon() {
+  r_n = ver;
+  k = 0;
+  do
+  :: k < NA -> if :: nv[k] < r_n -> r_n = nv[k] :: else fi; k++
+  :: k >= NA -> break
+  od;
+  k = 0;
+  do
+  :: k < NR -> if :: ri[k] < r_n -> r_n = ri[k] :: else fi; k++
+  :: k >= NR -> break
+  od;
+  if
+  :: r_n > 0 ->
+     k = 0;
+     do
+     :: k + r_n <= ver -> val[k] = val[k + r_n]; age[k] = age[k + r_n]; k++
+     :: k + r_n > ver -> break
+     od;
+     do
+     :: k <= ver -> val[k] = 0; age[k] = 0; k++
+     :: k > ver -> break
+     od;
+     ver = ver - r_n;
+     k = 0;
+     do
+     :: k < NA -> nv[k] = nv[k] - r_n; k++
+     :: k >= NA -> break
+     od;
+     k = 0;
+     do
+     :: k < NR -> ri[k] = ri[k] - r_n; k++
+     :: k >= NR -> break
+     od;
+     /* the versions a request refers to: one no longer in the window is older than any (255) */
+     if :: e_st != 0 -> SHIFT(e_rv) :: else fi;
+     if :: e_st == 2 -> SHIFT(e_av) :: else fi;
+     if :: u_pend -> SHIFT(u_av) :: else fi
+  :: else
+  fi;
+  age[0] = 0;
+  k = 0; r_n = 0
+}
+
+/* replica y's informer reaches a later version (its next event, or a relist that jumps) */
+inline see_replica(y) {
+  r_n = val[ri[y]];
+  k = ri[y];
+  ri[y]++;
+#ifndef NOSKIP
+  do
+  :: ri[y] < ver -> ri[y]++
+  :: break
+  od;
+#endif
+  if
+  :: val[ri[y]] != r_n -> sa[y] = 0
+#ifdef FIX_RELIST
+  :: val[ri[y]] == r_n && ri[y] > k + 1 -> sa[y] = 0
+#endif
+  :: else
+  fi;
+  printf("EV replica %d sees version %d (label %d)\n", y, ri[y], val[ri[y]]);
+  k = 0;
+  canon()
+}
+
+inline see_apiserver(y) {
+  nv[y]++;
+#ifndef NOSKIP
+  do
+  :: nv[y] < ver -> nv[y]++
+  :: break
+  od;
+#endif
+  printf("EV apiserver %d sees version %d (label %d)\n", y, nv[y], val[nv[y]]);
+  canon()
+}
+
+inline tick() {
+  k = 1;
+  do
+  :: k <= ver -> if :: age[k] < ALAG -> age[k]++ :: else fi; k++
+  :: k > ver -> break
+  od;
+  k = 1;
+  do
+  :: k <= cver -> if :: cage[k] < ALAG && (cv[0] < k || cv[NA - 1] < k) -> cage[k]++ :: else -> cage[k] = 0 fi; k++
+  :: k > cver -> break
+  od;
+  k = 0;
+  do
+  :: k < NR -> if :: sa[k] < S -> sa[k]++ :: else fi; k++
+  :: k >= NR -> break
+  od;
+  k = 0;
+  canon();
+  if :: l_pend && l_t > 0 -> l_t-- :: else fi;
+  if :: e_st == 2 && e_t > 0 -> e_t-- :: else fi;
+  if :: u_pend && u_t > 0 -> u_t-- :: else fi;
+  if :: c_pend && c_t > 0 -> c_t-- :: else fi;
+  if :: pl && pl_t > 0 -> pl_t-- :: else fi;
+  if :: gs && ga < GA_MAX -> ga++ :: else fi;
+  if :: ls && la < S -> la++ :: else fi
+}
+
+/* time may pass unless a view or a write is due */
+#define CAN_TICK (!DUE(nv[0], ALAG) && (NA < 2 || !DUE(nv[NA - 1], ALAG)) && \
+  !DUE(ri[0], LAG) && (NR < 2 || !DUE(ri[NR - 1], LAG)) && \
+  !CDUE(cv[0]) && (NA < 2 || !CDUE(cv[NA - 1])) && \
+  !(l_pend && l_t == 0) && !(e_st == 2 && e_t == 0) && !(u_pend && u_t == 0) && \
+  !(c_pend && c_t == 0) && !(pl && pl_t == 0))
 
 inline check() {
   i = 0;
@@ -130,10 +369,10 @@ inline resolve_pod(own, stamp) {
 inline create_pod(own, stamp, gate) {
   pick_apiserver();
   if
-  :: !CALLED(a) ->
+  :: !REVIEWED(a) ->
      p_ex[p_next] = 1; p_own[p_next] = own; p_stamp[p_next] = stamp; p_gate[p_next] = gate; p_next++;
      printf("EV apiserver %d: Pod %d admitted without review (namespace out of scope), gated %d\n", a, p_next - 1, gate)
-  :: CALLED(a) ->
+  :: REVIEWED(a) ->
      resolve_pod(own, stamp);
      if
      :: r_out == OUT_DENY -> skip
@@ -167,29 +406,31 @@ init {
   atomic {
 #ifdef UPGRADE
     /* the cluster-wide registration: a managed target already admitted, nothing labelled */
-    cfg = 0; cfgv[0] = 0; cfgv[1] = 0; label = 0; nsv[0] = 0; nsv[1] = 0; rv_ns = 0;
+    cver = 0; val[0] = V_NONE; up = 0;
     l_ex = 1; d_ex = 1; d_stamp = 1; d_gate = 1; d_rep = 0; d_should = 1; l_rec = 1; d_done = 1;
     rs_ex = 1; rs_stamp = 1; rs_tstamp = 1; rs_gate = 1
 #else
-    /* a namespace in scope, everything registered and seen, nothing in it yet */
-    cfg = 2; cfgv[0] = 2; cfgv[1] = 2; up_step = 3; label = 1; nsv[0] = 1; nsv[1] = 1; rv_ns = 1
+    /* narrowed and seen everywhere; the namespace in scope or not, for long; nothing in it yet */
+    cver = 2; cv[0] = 2; cv[NA - 1] = 2; up = 2;
+    if :: val[0] = V_ENABLED :: val[0] = V_LEAVING :: val[0] = V_NONE fi
 #endif
+    ;
+    sa[0] = S; sa[NR - 1] = S
   }
 end:
   do
+  /* ================= time ================= */
+  :: atomic { CAN_TICK -> tick(); printf("EV tick\n") }
+
   /* ================= the operator ================= */
   :: atomic { l_ex ->
        if
-       /* activation: a live GET shows the namespace in scope (HOLE_NO_SCOPE_CHECK: not looked at) */
-       :: !l_del && l_phase == PH_NONE && !lost && !other && l_rec && d_ex && d_stamp &&
-#ifndef HOLE_NO_SCOPE_CHECK
-          label &&
-#endif
-          1 ->
+       /* activation: a live GET shows the namespace in scope (confirmActivation) */
+       :: !l_del && l_phase == PH_NONE && !lost && !other && l_rec && d_ex && d_stamp && IN_SCOPE(val[ver]) ->
           held = 1; l_phase = PH_ACTIVE; d_rep = 1;
           printf("EV operator: namespace in scope (live GET), lease Active, Deployment scaled up\n")
-       /* renewal of an Active lease (the scope is not looked at again) */
-       :: l_phase == PH_ACTIVE && (l_del || lost || !rv_ns) ->
+       /* an Active lease stops once deleted, past its deadline, or out of scope in the leader's informer */
+       :: l_phase == PH_ACTIVE && (l_del || lost || !IN_SCOPE(val[ri[0]])) ->
           l_phase = PH_STOPPING;
           printf("EV operator: Stopping (deleted, deadline, or its informer shows the namespace out of scope)\n")
        :: l_phase == PH_NONE && l_del && !held -> l_ex = 0; l_del = 0
@@ -229,37 +470,108 @@ end:
   :: atomic { takeovers > 0 && !other && !held -> takeovers--; other = 1;
        printf("EV central: the other cluster holds the lease\n"); check() }
 
-  /* ================= the upgrade (the leader) ================= */
-#ifdef UPGRADE
-  :: atomic { up_step == 0 -> up_step = 1; cfg = 1; printf("EV leader: registers the scope guards\n") }
-  :: atomic { up_step == 1 ->
-       up_step = 2;
-       if :: ANY_STAMPED -> label = 1; SYNC :: else fi;
-       printf("EV leader: labels the namespaces holding a targeted lease or a stamped object (labelled %d)\n", label) }
-  /* the settle period: narrowed once every apiserver sees the label (SETTLE), or at any time */
-  :: atomic { up_step == 2 &&
-#ifdef SETTLE
-       (nsv[0] == label) && (NA == 1 || nsv[1] == label) &&
+  /* ================= the exit controller (the leader, scope-exit.ts) ================= */
+  :: atomic { e_st == 0 && SETTLED(0, V_LEAVING) && ver < NV - 1 && !ANY_STAMPED ->
+       e_st = 1; e_rv = ri[0];
+       printf("EV exit: leader sees version %d leaving, settled; its LISTs find nothing\n", e_rv) }
+  /* the patch: its resourceVersion precondition, then namespace-scope's review of it */
+  :: atomic { e_st == 1 ->
+       pick_apiserver(); pick_replica();
+       if
+#ifndef HOLE_EXIT_UNGUARDED
+       :: ver != e_rv -> e_st = 0; printf("EV exit: 409, the namespace changed since version %d\n", e_rv)
+       :: ver == e_rv && cv[a] >= 1 && !(val[ver] == V_LEAVING && SETTLED(x, V_LEAVING) && !ANY_STAMPED) ->
+          e_st = 0; printf("EV exit: removal denied (replica %d)\n", x)
 #endif
-       1 -> up_step = 3; cfg = 2; printf("EV leader: narrows the workload webhooks to the scope\n") }
+       :: val[ver] == V_NONE -> e_st = 0   /* nothing to remove: the patch writes nothing */
+       :: else -> e_st = 2; e_av = ver; e_t = COMMIT;
+          printf("EV exit: removal admitted (apiserver %d, replica %d)\n", a, x)
+       fi;
+       if :: e_st == 0 -> e_rv = 0 :: else fi;
+       a = 0; x = 0 }
+  /* the write: the apiserver's optimistic update (changed meanwhile: admitted again) */
+  :: atomic { e_st == 2 && ver < NV - 1 ->
+       if
+       :: ver == e_av -> write_label(V_NONE); e_st = 0
+#ifdef HOLE_EXIT_UNGUARDED
+       :: ver != e_av && val[ver] != V_NONE -> write_label(V_NONE); e_st = 0
+       :: ver != e_av && val[ver] == V_NONE -> e_st = 0   /* nothing to remove: no write */
+#else
+       :: ver != e_av -> e_st = 1
+#endif
+       fi;
+       e_av = 0; e_t = 0;
+       if :: e_st == 0 -> e_rv = 0 :: else fi }
+
+  /* ================= the upgrade (the leader, scope-migration.ts) ================= */
+#ifdef UPGRADE
+  /* a plan: #label's LISTs label every holder without a value */
+  :: atomic { up < 2 && !pl && !c_pend ->
+       if
+       :: ANY_STAMPED && val[ver] == V_NONE && ver < NV - 1 -> write_label(V_ENABLED); ls = 1; la = 0
+       :: else
+       fi;
+       pl = 1; pl_t = COMMIT; ph = ANY_STAMPED;
+#ifdef FIX_PLAN_CLOCK
+       pl_t = 0;   /* the clock read before the LISTs: the decision below is as of their start */
+#endif
+       skip }
+  /* ... then the clock: the guards first, the narrowing once they and the last label settled */
+  :: atomic { pl ->
+       pl = 0;
+       if
+       :: !gs || cver == 0 ->
+#ifdef FIX_GUARDS_SINCE
+          if :: cver >= 1 -> gs = 1; ga = 0 :: else fi;   /* guardsSince once the guards are live */
+#else
+          gs = 1; ga = 0;
+#endif
+          if
+          :: cver == 0 -> c_pend = 1; c_t = COMMIT; c_next = 1;
+             printf("EV leader: writes the scope guards, selectors still cluster-wide\n")
+          :: else
+          fi
+#ifdef HOLE_EARLY_NARROW
+       :: gs && cver >= 1 ->
+#else
+       :: gs && cver >= 1 && ga >= GA_MAX &&
+#ifndef NO_LABEL_CLOCK
+          (!ls || la >= S) &&   /* the last label the leader wrote, by its own clock */
+#endif
+#ifdef FIX_HOLDERS_SETTLED
+          /* the holder's label, whoever wrote it, settled in the leader's informer */
+          (!ph || IN_SCOPE(val[ri[0]]) && sa[0] >= S) &&
+#endif
+          1 ->
+#endif
+          up = 2; c_pend = 1; c_t = COMMIT; c_next = 2;
+          printf("EV leader: narrows the workload webhooks to the scope\n")
+       :: else
+       fi;
+       ph = 0 }
+  :: atomic { c_pend -> c_pend = 0; cver = c_next; cage[cver] = 0; c_next = 0;
+       /* narrowed: the plan is done, its clocks forgotten */
+       if :: cver == 2 -> gs = 0; ga = 0; ls = 0; la = 0 :: else fi;
+       printf("EV configurations written: %d\n", cver) }
 #endif
 
-  /* ================= kube-apiserver views and Kubernetes' controllers ================= */
-  :: atomic { nsv[0] != label -> nsv[0] = label; printf("EV apiserver 0 sees label %d\n", label) }
-  :: atomic { NA > 1 && nsv[1] != label -> nsv[1] = label; printf("EV apiserver 1 sees label %d\n", label) }
-  :: atomic { cfgv[0] != cfg -> cfgv[0] = cfg; printf("EV apiserver 0 sees configuration %d\n", cfg) }
-  :: atomic { NA > 1 && cfgv[1] != cfg -> cfgv[1] = cfg; printf("EV apiserver 1 sees configuration %d\n", cfg) }
-  :: atomic { rv_ns != label -> rv_ns = label; printf("EV operator informer sees label %d\n", label); check() }
-  /* the guarded label removal is written */
-  :: atomic { rm_pending -> rm_pending = 0; label = 0; SYNC; printf("EV namespace: label removed\n") }
+  /* ================= the views ================= */
+  :: atomic { nv[0] < ver -> see_apiserver(0) }
+  :: atomic { NA > 1 && nv[NA - 1] < ver -> see_apiserver(NA - 1) }
+  :: atomic { ri[0] < ver -> see_replica(0); check() }
+  :: atomic { NR > 1 && ri[NR - 1] < ver -> see_replica(NR - 1) }
+  :: atomic { cv[0] < cver -> cv[0] = cver; printf("EV apiserver 0 sees configuration %d\n", cver) }
+  :: atomic { NA > 1 && cv[NA - 1] < cver -> cv[NA - 1] = cver; printf("EV apiserver 1 sees configuration %d\n", cver) }
+
+  /* ================= Kubernetes' controllers ================= */
   /* the Deployment controller creates the ReplicaSet from the template */
   :: atomic { d_ex && !rs_ex ->
        pick_apiserver();
        if
-       :: !CALLED(a) -> rs_ex = 1; rs_stamp = 0; rs_tstamp = d_stamp; rs_gate = d_gate
-       :: CALLED(a) && l_ex && !l_del -> rs_ex = 1; rs_stamp = 1; rs_tstamp = 1; rs_gate = 1
-       :: CALLED(a) && !(l_ex && !l_del) && !d_stamp -> rs_ex = 1; rs_stamp = 0; rs_tstamp = 0; rs_gate = d_gate
-       :: CALLED(a) && !(l_ex && !l_del) && d_stamp -> skip   /* denied: no live lease */
+       :: !REVIEWED(a) -> rs_ex = 1; rs_stamp = 0; rs_tstamp = d_stamp; rs_gate = d_gate
+       :: REVIEWED(a) && l_ex && !l_del -> rs_ex = 1; rs_stamp = 1; rs_tstamp = 1; rs_gate = 1
+       :: REVIEWED(a) && !(l_ex && !l_del) && !d_stamp -> rs_ex = 1; rs_stamp = 0; rs_tstamp = 0; rs_gate = d_gate
+       :: REVIEWED(a) && !(l_ex && !l_del) && d_stamp -> skip   /* denied: no live lease */
        fi;
        a = 0;
        check() }
@@ -281,33 +593,27 @@ end:
        check() }
 
   /* ================= users ================= */
-  /* a targeted BerthLease CREATE: denied where the apiserver sees the namespace out of scope */
-  :: atomic { user > 0 && !l_ex && !d_done -> user--;
-       pick_apiserver();
+  /* a targeted BerthLease CREATE: berthlease-scope, on the serving replica's informer */
+  :: atomic { user > 0 && !l_ex && !l_pend && !d_done -> user--;
+       pick_apiserver(); pick_replica();
        if
-       :: cfgv[a] >= 1 && !nsv[a] -> printf("EV user: BerthLease denied (apiserver %d sees the namespace out of scope)\n", a)
-       :: else -> l_ex = 1; printf("EV user: BerthLease created (apiserver %d)\n", a)
+       :: cv[a] >= 1 && !ENTRY_OK(x) -> printf("EV user: BerthLease denied (replica %d)\n", x)
+       :: else -> l_pend = 1; l_t = COMMIT; printf("EV user: BerthLease admitted (apiserver %d, replica %d)\n", a, x)
        fi;
-       a = 0;
-       check() }
+       a = 0; x = 0 }
+  :: atomic { l_pend -> l_pend = 0; l_t = 0; l_ex = 1; printf("EV BerthLease written\n"); check() }
   /* the target's CREATE (a root: a live LIST of leases when reviewed) */
   :: atomic { user > 0 && !d_ex && !d_done -> user--; d_done = 1;
        pick_apiserver();
        d_should = l_ex;
-#ifdef TARGET_REVIEWED
-       cfgv[a] = 1;   /* (a scenario switch: the target's CREATE is reviewed; the configuration view is restored below) */
-#endif
        if
-       :: !CALLED(a) -> d_ex = 1; d_rep = 1; printf("EV user: Deployment created without review (apiserver %d)\n", a)
-       :: CALLED(a) && l_ex && !l_del && l_phase == PH_NONE && l_pods == 0 ->
+       :: !REVIEWED(a) -> d_ex = 1; d_rep = 1; printf("EV user: Deployment created without review (apiserver %d)\n", a)
+       :: REVIEWED(a) && l_ex && !l_del && l_phase == PH_NONE && l_pods == 0 ->
           d_ex = 1; d_stamp = 1; d_gate = 1; d_rep = 1; l_rec = 1;
           printf("EV user: Deployment created, stamped, admission recorded (apiserver %d)\n", a)
-       :: CALLED(a) && l_ex && !(!l_del && l_phase == PH_NONE && l_pods == 0) -> d_should = 0
-       :: CALLED(a) && !l_ex -> d_ex = 1; d_rep = 1
+       :: REVIEWED(a) && l_ex && !(!l_del && l_phase == PH_NONE && l_pods == 0) -> d_should = 0
+       :: REVIEWED(a) && !l_ex -> d_ex = 1; d_rep = 1
        fi;
-#ifdef TARGET_REVIEWED
-       cfgv[a] = cfg;
-#endif
        a = 0;
        check() }
   /* a Pod naming the ReplicaSet as its controller, without gate or stamp */
@@ -319,7 +625,7 @@ end:
        r_n = (p_ex[0] && p_gate[0] -> 0 : 1);
        pick_apiserver();
        if
-       :: !CALLED(a) || !p_stamp[r_n] -> p_gate[r_n] = 0; printf("EV user: removes the gate of Pod %d (apiserver %d)\n", r_n, a)
+       :: !REVIEWED(a) || !p_stamp[r_n] -> p_gate[r_n] = 0; printf("EV user: removes the gate of Pod %d (apiserver %d)\n", r_n, a)
        :: else -> skip
        fi;
        r_n = 0; a = 0;
@@ -328,26 +634,35 @@ end:
   :: atomic { user > 0 && d_ex -> user--;
        pick_apiserver();
        if
-       :: !CALLED(a) || !d_stamp -> d_gate = 0; d_rep = 1; rs_gate = 0;   /* the rollout's ReplicaSet has no gate either */
+       :: !REVIEWED(a) || !d_stamp -> d_gate = 0; d_rep = 1; rs_gate = 0;   /* the rollout's ReplicaSet has no gate either */
           printf("EV user: the Deployment's template gate off, replicas 1 (apiserver %d)\n", a)
-       :: CALLED(a) && d_stamp && LIVE_ACTIVE -> d_rep = 1
+       :: REVIEWED(a) && d_stamp && LIVE_ACTIVE -> d_rep = 1
        :: else -> skip
        fi;
        a = 0;
        check() }
-  /* the label removal: the guard's live LIST now, the namespace write later */
-  :: atomic { user > 0 && label && !rm_pending -> user--;
+  /* label writes (namespace-scope reviews each on the object it replaces): enabled <-> leaving, adding */
+  :: atomic { user > 0 && ver < NV - 1 && val[ver] != V_LEAVING -> user--;
+       write_label(V_LEAVING); printf("EV user: sets leaving\n") }
+  :: atomic { user > 0 && ver < NV - 1 && val[ver] != V_ENABLED -> user--;
+       write_label(V_ENABLED); printf("EV user: sets enabled\n") }
+  /* a removal by a user: only where the apiserver does not call namespace-scope yet (the upgrade) */
+  :: atomic { user > 0 && ver < NV - 1 && val[ver] != V_NONE -> user--;
        pick_apiserver();
        if
-       :: cfgv[a] >= 1 && ANY_STAMPED -> printf("EV user: label removal denied by the guard\n")
-       :: else -> rm_pending = 1; printf("EV user: label removal admitted (the guard's LIST found nothing)\n");
-#ifdef ATOMIC_GUARD
-          rm_pending = 0; label = 0; SYNC;   /* the LIST and the write as one step: no write skew */
+       :: cv[a] == 0 -> write_label(V_NONE); printf("EV user: removes the label (apiserver %d has no guard)\n", a)
+#ifdef HOLE_ONE_STEP
+       /* v1: a removal from enabled guarded by the live LISTs alone, written later */
+       :: cv[a] >= 1 && !u_pend && !ANY_STAMPED -> u_pend = 1; u_av = ver; u_t = COMMIT;
+          printf("EV user: removal admitted (the LISTs found nothing)\n")
 #endif
-          skip
+       :: else -> printf("EV user: removal denied (two steps, the operator's)\n")
        fi;
        a = 0 }
-  /* the label back */
-  :: atomic { user > 0 && !label && !rm_pending -> user--; label = 1; SYNC; printf("EV user: labels the namespace\n") }
+#ifdef HOLE_ONE_STEP
+  :: atomic { u_pend && ver < NV - 1 ->
+       if :: ver == u_av -> write_label(V_NONE) :: else fi;
+       u_pend = 0; u_av = 0; u_t = 0 }
+#endif
   od
 }

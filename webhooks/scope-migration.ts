@@ -5,11 +5,12 @@
 //      patch of that one key; the installs' admission policy lets the operator write nothing else);
 //   2. writes the configurations with the scope's guards but the workload webhooks still selecting every
 //      namespace, so nothing managed leaves review while the guards spread to every kube-apiserver;
-//   3. narrows the selectors only once it has seen the guards live for SCOPE_SETTLE_MS and its own view of
-//      the scope (namespace-scope.ts) has shown every holder's namespace in scope for SCOPE_SETTLE_MS,
-//      labelling again (and waiting again) any holder whose label went meanwhile. The view, not the time
-//      of its own write, because a label removed and set again while the guards were still spreading must
-//      count from when it came back (docs/verification.md, "the upgrade narrows on an unseen label").
+//   3. narrows the selectors only two settle periods after it first saw the guards live (one for them to
+//      reach every kube-apiserver, one for its own view of the scope, namespace-scope.ts, to show a label
+//      removed while they had not), and once that view has shown every holder's namespace in scope for
+//      SCOPE_SETTLE_MS, labelling again (and waiting again) any holder whose label went meanwhile. The
+//      view, not the time of its own write: a label removed and set again while the guards spread counts
+//      from when it came back (docs/verification.md, "the upgrade narrows on an unseen label").
 // Without any live configuration and without any holder (a first install) it narrows at once: there is
 // nothing to keep in review.
 import type { KubernetesObject, V1LabelSelector } from '@kubernetes/client-node';
@@ -134,7 +135,7 @@ export class ScopeMigration {
   /** When the selectors may narrow: undefined while the guards or a holder's namespace are not seen in scope. */
   #readyAt(holders: ReadonlySet<string>): number | undefined {
     if (this.#guardsSince === undefined) return undefined;
-    let ready = this.#guardsSince + SCOPE_SETTLE_MS;
+    let ready = this.#guardsSince + 2 * SCOPE_SETTLE_MS;
     for (const namespace of holders) {
       const seen = this.#scope.entry(namespace);
       if (seen === undefined || seen === 'out') return undefined;

@@ -159,7 +159,7 @@ it.skipIf(external)(
 
     expect(born.ungated).toEqual([]);
     expect(born.gated).toBeGreaterThan(10);
-    // The selectors narrowed only after the settle wait that follows the labelling (5 s).
+    // The selectors narrowed only once the labels were seen settled (at least 5 s after the labelling).
     expect(narrowedAfterMs).toBeGreaterThanOrEqual(4_000);
     // The managed workload ran through the upgrade, and still does: the same activation, never stopped
     // (the new leader resumed it from status; the Pods made meanwhile were permitted by it, and the

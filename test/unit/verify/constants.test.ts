@@ -2,7 +2,13 @@
 // the code's constants or timing rules drift apart (docs/verification.md, "Tied to the code").
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { leaseConstants, PROFILES, RuleDrift, renderConstants } from '../../../verify/constants.ts';
+import {
+  leaseConstants,
+  PROFILES,
+  RuleDrift,
+  renderConstants,
+  scopeConstants,
+} from '../../../verify/constants.ts';
 
 describe('verify/constants.pml', () => {
   it('is what the code generates (run `npm run verify:constants` after changing a constant)', () => {
@@ -34,6 +40,12 @@ describe('verify/constants.pml', () => {
       /the TTL holds the stop lead/,
     );
     expect(() => leaseConstants({ ...PROFILES[2]!, stopLeadMs: 5_200 })).toThrow(RuleDrift);
+  });
+
+  it("takes the scope model's settle period from SCOPE_SETTLE_MS: 5 s in 2.5 s ticks at the CI bound, 1.25 s deeper", () => {
+    const settle = (id: number): number | undefined =>
+      scopeConstants(PROFILES.find((p) => p.id === id)!).find((c) => c.name === 'SCOPE_SETTLE')?.value;
+    expect([settle(1), settle(2), settle(3)]).toEqual([2, 4, 5]);
   });
 
   it('refuses a bound whose durations are not whole ticks', () => {

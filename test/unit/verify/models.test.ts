@@ -77,3 +77,15 @@ describe('counterexamples replayed on the real code', () => {
     });
   }
 });
+
+describe('the scope counterexamples end in a write of a managed chain admitted without review', () => {
+  for (const run of RUNS.filter((r) => r.model === 'scope.pml' && r.expect === 'counterexample')) {
+    it(run.name, () => {
+      const trail = resultOf(run).trail ?? [];
+      expect(
+        trail.some((l) => /without review|removes the gate|has no guard/.test(l)),
+        trail.join('\n'),
+      ).toBe(true);
+    });
+  }
+});

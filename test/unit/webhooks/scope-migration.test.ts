@@ -102,7 +102,7 @@ describe('the plan of each write', () => {
     expect(await migration.plan({ live: undefined, want: M })).toEqual({ webhooks: M });
   });
 
-  it('an upgrade: labels, guards first, narrows once guards and labels were seen for the settle period', async () => {
+  it('an upgrade: labels, guards first, narrows two settle periods after the guards, the labels seen settled', async () => {
     const { clock, api, migration } = start();
     api.label('shop', '');
     api.stamped.add('shop');
@@ -116,13 +116,13 @@ describe('the plan of each write', () => {
       webhooks: widened(V),
       requeueAfterMs: SCOPE_SETTLE_MS,
     });
-    // The guards' settle period starts when they are seen live, not when they were sent.
+    // The guards' two settle periods start when they are seen live, not when they were sent.
     clock.advance(1);
     expect(await migration.plan({ live: widened(V), want: V })).toEqual({
       webhooks: widened(V),
-      requeueAfterMs: SCOPE_SETTLE_MS,
+      requeueAfterMs: 2 * SCOPE_SETTLE_MS,
     });
-    clock.advance(SCOPE_SETTLE_MS - 1);
+    clock.advance(2 * SCOPE_SETTLE_MS - 1);
     expect((await migration.plan({ live: WIDE_M, want: M })).requeueAfterMs).toBe(1);
     clock.advance(1);
     expect(await migration.plan({ live: widened(V), want: V })).toEqual({ webhooks: V });
@@ -138,7 +138,7 @@ describe('the plan of each write', () => {
     api.stamped.add('shop');
     await migration.plan({ live: WIDE_V, want: V });
     await migration.plan({ live: widened(V), want: V });
-    clock.advance(SCOPE_SETTLE_MS - 1_000);
+    clock.advance(2 * SCOPE_SETTLE_MS - 1_000);
     // An admin removes the label through a kube-apiserver that has not seen the guards yet.
     api.label('shop', '');
     expect((await migration.plan({ live: widened(V), want: V })).webhooks).toEqual(widened(V));
@@ -158,7 +158,7 @@ describe('the plan of each write', () => {
     api.stamped.add('shop');
     await migration.plan({ live: WIDE_V, want: V });
     await migration.plan({ live: widened(V), want: V });
-    clock.advance(SCOPE_SETTLE_MS - 1_000);
+    clock.advance(2 * SCOPE_SETTLE_MS - 1_000);
     api.label('shop', '');
     api.label('shop', 'enabled');
     clock.advance(1_000);
