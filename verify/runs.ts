@@ -15,34 +15,22 @@ export interface ModelRun extends RunSpec {
   replay?: boolean;
 }
 
-const lease = (
-  name: string,
-  kind: RunKind,
-  expect: RunSpec['expect'],
-  defines: readonly string[],
-  why: string,
-  extra: Partial<ModelRun> = {},
-): ModelRun => ({ name, kind, model: 'lease.pml', mode: 'safety', expect, defines, why, ...extra });
+/** The safety runs of one model: (name, kind, expect, defines, why, extra). */
+const runsOf =
+  (model: string) =>
+  (
+    name: string,
+    kind: RunKind,
+    expect: RunSpec['expect'],
+    defines: readonly string[],
+    why: string,
+    extra: Partial<ModelRun> = {},
+  ): ModelRun => ({ name, kind, model, mode: 'safety', expect, defines, why, ...extra });
 
-const adm = (
-  name: string,
-  kind: RunKind,
-  expect: RunSpec['expect'],
-  defines: readonly string[],
-  why: string,
-  extra: Partial<ModelRun> = {},
-): ModelRun => ({ name, kind, model: 'admission.pml', mode: 'safety', expect, defines, why, ...extra });
+const lease = runsOf('lease.pml');
+const adm = runsOf('admission.pml');
+const scope = runsOf('scope.pml');
 
-const scope = (
-  name: string,
-  kind: RunKind,
-  expect: RunSpec['expect'],
-  defines: readonly string[],
-  why: string,
-  extra: Partial<ModelRun> = {},
-): ModelRun => ({ name, kind, model: 'scope.pml', mode: 'safety', expect, defines, why, ...extra });
-
-/** The upgrade with the proposed fixes, at a bound that keeps its timers' product small. */
 /** The upgrade at a bound the CI budget holds: one Pod slot, no lost answers. */
 const UPGRADE_BOUND = ['-DUPGRADE', '-DLOSSES=0', '-DNP=1'];
 
@@ -352,14 +340,7 @@ export const RUNS: readonly ModelRun[] = [
 
 /** The checks of helper.pml (docs/verification.md, "The helper model"). */
 function helperRuns(): ModelRun[] {
-  const helper = (
-    name: string,
-    kind: RunKind,
-    expect: RunSpec['expect'],
-    defines: readonly string[],
-    why: string,
-    extra: Partial<ModelRun> = {},
-  ): ModelRun => ({ name, kind, model: 'helper.pml', mode: 'safety', expect, defines, why, ...extra });
+  const helper = runsOf('helper.pml');
   // RESTART=2: a restarted main container waits for the lease (what docs/injection.md assumed); ROBUST:
   // a counterexample must overlap for a whole tick, not only meet at one instant.
   return [
