@@ -11,7 +11,7 @@
 // An invariant monitor watches the managed cluster throughout: no fencing token ever goes backwards and
 // no Pod runs unregistered.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BerthLease, FINALIZER } from '../../../src/berth/api.ts';
+import { type BerthLease, DEFAULT_STOP_LEAD_MS, FINALIZER } from '../../../src/berth/api.ts';
 import { findCondition, formatTime } from '../../../src/berth/status.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { type CentralFault, CentralFaultFront } from '../../helpers/central-faults.ts';
@@ -266,8 +266,10 @@ describe('managed: a running workload under central faults', () => {
         expect(deadline).toBe(clock.now() - (clock.now() % 1000) + TTL_S * 1000);
 
         await front.set(c.fault);
-        // Up to the deadline the workload keeps running; each retry is due before the deadline.
-        clock.advance(deadline - 1_500 - clock.now());
+        // Up to the activation's end (the stop lead before the deadline) the workload keeps running; each
+        // retry is due before that end.
+        const end = deadline - DEFAULT_STOP_LEAD_MS;
+        clock.advance(end - 1_500 - clock.now());
         expect(await op.reconcile(name)).toEqual({ requeueAfter: 1_000 });
         expectReached(front);
         const during = await cluster.mustLease(name);
@@ -283,8 +285,8 @@ describe('managed: a running workload under central faults', () => {
         expect((await op.reconcile(name)).requeueAfter).toBe(500);
         expect(await cluster.replicas(name)).toBe(2);
 
-        // At the deadline: Stopping is committed, the Deployment scaled to 0, the Pods deleted.
-        clock.advance(deadline - clock.now());
+        // At the activation's end: Stopping is committed, the Deployment scaled to 0, the Pods deleted.
+        clock.advance(end - clock.now());
         await op.reconcile(name);
         const stopping = await cluster.mustLease(name);
         expect(stopping.status?.workload?.phase).toBe('Stopping');
