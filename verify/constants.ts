@@ -31,10 +31,10 @@ import {
 } from '../src/berth/ownership.ts';
 import { formatTime } from '../src/berth/status.ts';
 import { decideAcquire, decideRelease } from '../src/central/manager.ts';
-import { isExpired, type LeaseRecord } from '../src/central/record.ts';
+import { isExpired } from '../src/central/record.ts';
 import { validateLeaderTimings } from '../src/kube/leader-decision.ts';
 import { decideLeaseScope, settleLeft } from '../webhooks/scope.ts';
-import { helperConstants } from './helper-constants.ts';
+import { heldRecord, helperConstants } from './helper-constants.ts';
 
 /** One bound of the models: a BerthLease spec, the operator's leader election flags, a tick. */
 export interface Profile {
@@ -224,15 +224,7 @@ function checkLeaseRules(p: Profile): void {
   }
   graceRule(p);
   // §3.7: expired strictly after expiresAt; renew keeps the token; a reclaim takes token + 1.
-  const rec: LeaseRecord = {
-    key: { namespace: 'n', name: 'l' },
-    holder: 'a',
-    ttlMs,
-    acquiredAt: T0,
-    renewedAt: T0,
-    fencingToken: 3,
-    version: 1,
-  };
+  const rec = heldRecord(ttlMs, T0);
   check(
     'central expiry is strict',
     !isExpired(rec, T0 + ttlMs) && isExpired(rec, T0 + ttlMs + 1),

@@ -55,6 +55,17 @@ const check = (rule: string, ok: boolean, detail: string): void => {
 
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
 
+/** The central record the rules are probed on: holder `a`, token 3, acquired and renewed at `at`. */
+export const heldRecord = (ttlMs: number, at: number): LeaseRecord => ({
+  key: { namespace: 'n', name: 'l' },
+  holder: 'a',
+  ttlMs,
+  acquiredAt: at,
+  renewedAt: at,
+  fencingToken: 3,
+  version: 1,
+});
+
 /** The helper's configuration for a profile, resolved by the helper itself (probe enforcement, no grace). */
 export function helperConfig(ttlSeconds: number, heartbeatSeconds: number): HelperConfig {
   const raw = configFromEnv({
@@ -157,15 +168,7 @@ function checkHelperRules(config: HelperConfig, windowMs: number): void {
   );
   // decideRenew: only the unexpired holder with its token renews.
   const ttlMs = config.ttlSeconds * 1000;
-  const rec: LeaseRecord = {
-    key: { namespace: 'n', name: 'l' },
-    holder: 'a',
-    ttlMs,
-    acquiredAt: T0,
-    renewedAt: T0,
-    fencingToken: 3,
-    version: 1,
-  };
+  const rec = heldRecord(ttlMs, T0);
   const renew = decideRenew(rec, 'a', 3, ttlMs, T0 + ttlMs);
   check(
     'renew by the unexpired holder',

@@ -81,6 +81,9 @@ type Lease = {
   status?: { workload?: Record<string, unknown> };
 };
 const leaseRef = { group: GROUP, version: 'v1alpha1', namespace: NS, plural: 'berthleases' };
+/** Creates the BerthLease `name` targeting the Deployment `name`, retried while the scope settles. */
+const createLease = (name: string): Promise<unknown> =>
+  whenSettled(() => custom.createNamespacedCustomObject({ ...leaseRef, body: leaseBody(name, name) }));
 const getLease = async (name: string): Promise<Lease> =>
   (await custom.getNamespacedCustomObject({ ...leaseRef, name })) as Lease;
 
@@ -212,15 +215,7 @@ describe('a BerthLease, then the Deployment it targets', () => {
   let deployment: V1Deployment;
 
   beforeAll(async () => {
-    await whenSettled(() =>
-      custom.createNamespacedCustomObject({
-        group: GROUP,
-        version: 'v1alpha1',
-        namespace: NS,
-        plural: 'berthleases',
-        body: leaseBody('web', 'web'),
-      }),
-    );
+    await createLease('web');
     deployment = await apps.createNamespacedDeployment({ namespace: NS, body: deploymentBody('web') });
   });
 
@@ -261,15 +256,7 @@ describe('a BerthLease, then the Deployment it targets', () => {
   });
 
   it('a dry-run CREATE of another target is stamped but records nothing', async () => {
-    await whenSettled(() =>
-      custom.createNamespacedCustomObject({
-        group: GROUP,
-        version: 'v1alpha1',
-        namespace: NS,
-        plural: 'berthleases',
-        body: leaseBody('api', 'api'),
-      }),
-    );
+    await createLease('api');
     const dry = await apps.createNamespacedDeployment({
       namespace: NS,
       body: deploymentBody('api'),
@@ -440,9 +427,7 @@ describe('a Pod of a chain that a lease governs only after the Pod was admitted'
     const owner = pod.metadata?.ownerReferences?.[0];
     expect(owner).toMatchObject({ kind: 'ReplicaSet', controller: true });
     // Now a lease targets the Deployment: the Pod belongs to a managed chain it was never admitted into.
-    await whenSettled(() =>
-      custom.createNamespacedCustomObject({ ...leaseRef, body: leaseBody('legacy', 'legacy') }),
-    );
+    await createLease('legacy');
     const aliceApi = alice.kc.makeApiClient(CoreV1Api);
     const orphanAndUngate = [
       { op: 'remove', path: '/metadata/ownerReferences' },
