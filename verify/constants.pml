@@ -24,6 +24,7 @@
 #define H_TTL 7 /* BERTH_TTL_SECONDS 7 */
 #define H_HB 2 /* resolveConfig: heartbeat 2000 ms */
 #define H_LEAD 4 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
+#define H_RESTART_POD 3 /* RESTART_POD_STOP_MS: the kubelet's kill of every container after the sidecar's exit (RESTART 3) */
 #define H_WINDOW 3 /* ttl - lead: fenceAt = send + window (the Sidecar's window) */
 #define H_CALL 2 /* callTimeoutMs(heartbeat) = min(10000, max(1000, heartbeat)) (berth-acquire) */
 #define H_RETRY_HELD 2 /* retryDelayMs('held-by-other') (berth-acquire asks again) */
@@ -56,6 +57,7 @@
 #define H_TTL 12 /* BERTH_TTL_SECONDS 12 */
 #define H_HB 3 /* resolveConfig: heartbeat 3000 ms */
 #define H_LEAD 4 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
+#define H_RESTART_POD 3 /* RESTART_POD_STOP_MS: the kubelet's kill of every container after the sidecar's exit (RESTART 3) */
 #define H_WINDOW 8 /* ttl - lead: fenceAt = send + window (the Sidecar's window) */
 #define H_CALL 3 /* callTimeoutMs(heartbeat) = min(10000, max(1000, heartbeat)) (berth-acquire) */
 #define H_RETRY_HELD 3 /* retryDelayMs('held-by-other') (berth-acquire asks again) */
@@ -88,6 +90,7 @@
 #define H_TTL 60 /* BERTH_TTL_SECONDS 30 */
 #define H_HB 20 /* resolveConfig: heartbeat 10000 ms (ttl/3) */
 #define H_LEAD 8 /* configLeadMs = enforcementLeadMs(probe, grace 0) = 4000 ms */
+#define H_RESTART_POD 6 /* RESTART_POD_STOP_MS: the kubelet's kill of every container after the sidecar's exit (RESTART 3) */
 #define H_WINDOW 52 /* ttl - lead: fenceAt = send + window (the Sidecar's window) */
 #define H_CALL 20 /* callTimeoutMs(heartbeat) = min(10000, max(1000, heartbeat)) (berth-acquire) */
 #define H_RETRY_HELD 20 /* retryDelayMs('held-by-other') (berth-acquire asks again) */

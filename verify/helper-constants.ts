@@ -18,7 +18,12 @@ import {
   probeAnswer,
 } from '../src/helper/decide.ts';
 import { DEFAULT_INJECTION_PROBE_PORT, PROBE_FAILURE_THRESHOLD } from '../src/injection/contract.ts';
-import { KILL_MARGIN_MS, probeKillGraceSeconds, renewCycleFits } from '../src/injection/enforcement.ts';
+import {
+  KILL_MARGIN_MS,
+  probeKillGraceSeconds,
+  RESTART_POD_STOP_MS,
+  renewCycleFits,
+} from '../src/injection/enforcement.ts';
 import { berthLivenessProbe, berthSidecarStartupProbe } from '../src/injection/probe.ts';
 
 /** A helper's lease settings per profile of verify/constants.pml (1: CI, 2: deeper, 3: the defaults). */
@@ -212,6 +217,12 @@ export function helperConstants(profile: 1 | 2 | 3, tickMs: number): Constant[] 
     'the lead counts one probe period; a failure threshold above 1 needs (threshold) periods',
   );
   check('the renew cycle fits', renewCycleFits(ttlMs, hb, leadMs), 'the profile is refused by the helper');
+  // RESTART 3 (--injection-restart-pod-on-loss) keeps H_LEAD: the model has one lead for every RESTART.
+  check(
+    'restarting the Pod keeps the lead, and the kubelet kill fits in it',
+    configLeadMs({ ...config, restartPodOnLoss: true }) === leadMs && RESTART_POD_STOP_MS <= leadMs,
+    `configLeadMs with restartPodOnLoss is ${configLeadMs({ ...config, restartPodOnLoss: true })} ms, RESTART_POD_STOP_MS ${RESTART_POD_STOP_MS} ms`,
+  );
   const t = (ms: number, what: string): number => {
     const v = ms / tickMs;
     check(
@@ -233,6 +244,12 @@ export function helperConstants(profile: 1 | 2 | 3, tickMs: number): Constant[] 
       name: 'H_LEAD',
       value: t(leadMs, 'lead'),
       source: `configLeadMs = enforcementLeadMs(probe, grace 0) = ${leadMs} ms`,
+    },
+    {
+      name: 'H_RESTART_POD',
+      value: t(RESTART_POD_STOP_MS, 'restart-pod kill'),
+      source:
+        "RESTART_POD_STOP_MS: the kubelet's kill of every container after the sidecar's exit (RESTART 3)",
     },
     {
       name: 'H_WINDOW',

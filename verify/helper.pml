@@ -53,7 +53,7 @@
 #ifdef RAC_SLOW
 #define RAC_KILL (H_LEAD + 2) /* teeth: the kubelet takes two ticks longer than the lead */
 #else
-#define RAC_KILL H_LEAD /* RESTART 3: every container is gone within this many ticks of the sidecar's exit */
+#define RAC_KILL H_RESTART_POD /* RESTART 3: every container is gone within this many ticks of the sidecar's exit */
 #endif
 #endif
 #ifndef MAXTOK

@@ -4,6 +4,7 @@
 // client, zod or pino (docs/helper.md §1).
 import { type FlagValues, formatDuration, helpText, parseFlags, UsageError } from '../cli.ts';
 import { DEFAULT_STATE_DIR, ENV, MARKER_FILE } from '../injection/contract.ts';
+import { RESTART_POD_EXIT_CODE } from '../injection/restart-pod.ts';
 import { realClock } from '../kube/clock.ts';
 import { holdLease } from './acquire.ts';
 import { createHelperClient, HelperStartError } from './client.ts';
@@ -22,12 +23,18 @@ export interface HelperIO {
   env: NodeJS.ProcessEnv;
   stdout(text: string): void;
   stderr(text: string): void;
+  /**
+   * Ends the process with `code` at once: a sidecar restarting its Pod must not wait for a handle to
+   * close while its app still runs.
+   */
+  exit(code: number): void;
 }
 
 const processIO: HelperIO = {
   env: process.env,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
+  exit: (code) => process.exit(code),
 };
 
 function usage(): string {
@@ -113,7 +120,7 @@ export async function runHelper(args: string[], io: HelperIO = processIO): Promi
   try {
     return command === 'acquire'
       ? await acquire(config, flags['acquire-timeout'] as number, log)
-      : await renew(config, log);
+      : await renew(config, log, io);
   } catch (err) {
     if (err instanceof HelperStartError) return fail(err.message, 1);
     throw err;
@@ -171,19 +178,21 @@ function enforcerFor(config: HelperConfig, state: HelperState, log: HelperLog): 
   });
 }
 
-async function renew(config: HelperConfig, log: HelperLog): Promise<number> {
+async function renew(config: HelperConfig, log: HelperLog, io: HelperIO): Promise<number> {
   const client = await createHelperClient(config, log);
   const state = new HelperState(config.stateDir);
+  // A signal, or the sidecar asking for the Pod's restart (restartPodOnLoss).
+  let stop!: (why: NodeJS.Signals | 'restart-pod') => void;
+  const stopped = new Promise<NodeJS.Signals | 'restart-pod'>((resolve) => {
+    stop = resolve;
+  });
   const sidecar = new Sidecar(config, {
     client,
     state,
     enforcer: enforcerFor(config, state, log),
     clock: realClock,
     log,
-  });
-  let stop!: (signal: NodeJS.Signals) => void;
-  const stopped = new Promise<NodeJS.Signals>((resolve) => {
-    stop = resolve;
+    restartPod: () => stop('restart-pod'),
   });
   const stopListening = onTermination((signal) => stop(signal));
   let server: Awaited<ReturnType<typeof startProbeServer>>;
@@ -197,8 +206,13 @@ async function renew(config: HelperConfig, log: HelperLog): Promise<number> {
   log.info('probe server listening', { port: server.port });
   try {
     await sidecar.start();
-    const signal = await stopped;
-    log.info('shutting down', { signal });
+    const why = await stopped;
+    // The lease is lost or unproven: nothing to release, and every moment counts against the lead.
+    if (why === 'restart-pod') {
+      io.exit(RESTART_POD_EXIT_CODE);
+      return RESTART_POD_EXIT_CODE;
+    }
+    log.info('shutting down', { signal: why });
     await sidecar.stop();
     return 0;
   } finally {

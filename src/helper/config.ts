@@ -33,6 +33,8 @@ export interface RawHelperConfig extends HelperConnection {
   workloadName: string;
   /** Undefined: the default port. */
   probePort: number | undefined;
+  /** Exit on a loss so that the kubelet restarts the Pod's containers (injection/restart-pod.ts). */
+  restartPodOnLoss: boolean;
 }
 
 /** How the helper reaches the central lease server, and where it keeps its state. */
@@ -55,6 +57,7 @@ export interface HelperConfig extends LeaseSettings, HelperConnection {
   /** The holder identity of every call (holderOf). */
   holder: string;
   probePort: number;
+  restartPodOnLoss: boolean;
 }
 
 /** A configuration the helper refuses: one line, exit code 2. */
@@ -119,6 +122,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv): RawHelperConfig {
     serverName: get(ENV.serverName),
     insecureSkipTlsVerify: boolEnv(env, ENV.insecureSkipTlsVerify) ?? false,
     probePort: probe === '' ? undefined : secondsEnv(env, ENV.probePort),
+    restartPodOnLoss: boolEnv(env, ENV.restartPodOnLoss) ?? false,
   };
 }
 
@@ -165,6 +169,7 @@ export function withFlags(base: RawHelperConfig, flags: FlagValues): RawHelperCo
   if (typeof flags['release-on-shutdown'] === 'boolean') out.releaseOnShutdown = flags['release-on-shutdown'];
   if (typeof flags['insecure-skip-tls-verify'] === 'boolean')
     out.insecureSkipTlsVerify = flags['insecure-skip-tls-verify'];
+  if (typeof flags['restart-pod-on-loss'] === 'boolean') out.restartPodOnLoss = flags['restart-pod-on-loss'];
   return out;
 }
 
@@ -201,8 +206,10 @@ export function holderOf(
 }
 
 /** The enforcement lead of this configuration (see enforcement.ts). */
-export function configLeadMs(c: Pick<HelperConfig, 'enforce' | 'enforceGraceMs'>): number {
-  return enforcementLeadMs(c.enforce, c.enforceGraceMs / 1_000);
+export function configLeadMs(
+  c: Pick<HelperConfig, 'enforce' | 'enforceGraceMs' | 'restartPodOnLoss'>,
+): number {
+  return enforcementLeadMs(c.enforce, c.enforceGraceMs / 1_000, c.restartPodOnLoss);
 }
 
 /** Go's ApplyDefaults then Validate, with the same messages; plus the enforcement-lead rule (§2.3). */
@@ -269,6 +276,7 @@ export function resolveConfig(raw: RawHelperConfig): HelperConfig {
     serverName: raw.serverName,
     insecureSkipTlsVerify: raw.insecureSkipTlsVerify,
     probePort,
+    restartPodOnLoss: raw.restartPodOnLoss,
   };
   // Not in Go: the sidecar stops the main containers `lead` before the lease can expire, so a renew
   // cycle must fit in what is left, or a healthy sidecar would stop them every cycle.
@@ -276,7 +284,7 @@ export function resolveConfig(raw: RawHelperConfig): HelperConfig {
     const lead = configLeadMs(config);
     if (!renewCycleFits(ttlMs, heartbeatMs, lead))
       fail(
-        `heartbeat interval (${formatDuration(heartbeatMs)}) plus the enforcement lead (${formatDuration(lead)}: ${describeLead(enforce as Enforcement)}) must be less than ttl (${formatDuration(ttlMs)}): the sidecar stops the app that long before the lease can expire`,
+        `heartbeat interval (${formatDuration(heartbeatMs)}) plus the enforcement lead (${formatDuration(lead)}: ${describeLead(enforce as Enforcement, raw.restartPodOnLoss)}) must be less than ttl (${formatDuration(ttlMs)}): the sidecar stops the app that long before the lease can expire`,
       );
   }
   return config;

@@ -1,7 +1,10 @@
 // `helper renew`, the sidecar berth-sidecar (Go's Renewer; docs/helper.md §3.2): renews every heartbeat,
 // keeps the marker fresh, answers the liveness endpoint, and stops the main containers when the lease is
 // lost or can no longer be proven (decide.ts). It starts stopped: the handoff `acquire` left names a
-// lease but proves no remaining lifetime, so the app is allowed only once a renewal confirms it.
+// lease but proves no remaining lifetime, so the app is allowed only once a renewal confirms it. With
+// restartPodOnLoss it never waits to reacquire in place: a loss, or a start without a fresh handoff (the
+// kubelet restarted this container alone), ends it with the code that restarts the whole Pod
+// (injection/restart-pod.ts), so berth-acquire gates every main container again.
 import { type AcquireResult, isLeaseConflict, type LeaseClient } from '../berth/leaseclient.ts';
 import type { Clock, Timer } from '../kube/clock.ts';
 import { configLeadMs, type HelperConfig } from './config.ts';
@@ -24,6 +27,8 @@ export interface SidecarDeps {
   enforcer: Enforcer;
   clock: Clock;
   log: HelperLog;
+  /** Called once when the Pod must restart (restartPodOnLoss); the process then exits with its code. */
+  restartPod(why: string): void;
 }
 
 /** Bound of the release on shutdown (Go's 5 s). */
@@ -62,9 +67,15 @@ export class Sidecar {
 
   /** Gates the app, adopts a matching handoff, renews once, then every heartbeat. */
   async start(): Promise<void> {
-    const handoff = await this.#deps.state.readHandoff();
+    const restartPod = this.#config.restartPodOnLoss;
+    // Taken, not read, when restarting the Pod: a later start of this container finds none.
+    const handoff = restartPod ? await this.#deps.state.takeHandoff() : await this.#deps.state.readHandoff();
     if (handoff !== undefined && handoff.holder === this.#config.holder && handoff.token > 0) {
       this.#lease = { held: true, token: handoff.token, fenceAt: undefined };
+    } else if (restartPod) {
+      await this.#deps.enforcer.hold();
+      this.#restartPod('no lease handoff from berth-acquire (this container was restarted on its own)');
+      return;
     } else {
       this.#log.warn('no matching lease handoff; gating before acquiring as the configured holder');
     }
@@ -89,10 +100,7 @@ export class Sidecar {
 
   /** SIGTERM: stop ticking, fail the probe, release the lease when configured. */
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#deps.clock.clearTimeout(this.#ticker);
-    this.#deps.clock.clearTimeout(this.#fence);
-    this.#inFlight?.abort(new Error('sidecar stopping'));
+    this.#halt();
     await this.#tick;
     const { held, token } = this.#lease;
     this.#lease = { held: false, token, fenceAt: undefined };
@@ -118,6 +126,21 @@ export class Sidecar {
         this.#log.info('release on shutdown skipped: lease already held by another (conflict)');
       else this.#log.warn('best-effort release on shutdown failed', { error: err });
     }
+  }
+
+  /** No more ticks, fence or call: the sidecar is stopping or about to exit. */
+  #halt(): void {
+    this.#stopping = true;
+    this.#deps.clock.clearTimeout(this.#ticker);
+    this.#deps.clock.clearTimeout(this.#fence);
+    this.#inFlight?.abort(new Error('sidecar stopping'));
+  }
+
+  #restartPod(why: string): void {
+    if (this.#stopping) return;
+    this.#halt();
+    this.#log.warn(`${why}; exiting so that the kubelet restarts every container of the Pod`);
+    this.#deps.restartPod(why);
   }
 
   // One tick at a time, as Go's loop: a tick that fires while a call is out is dropped.
@@ -242,6 +265,15 @@ export class Sidecar {
   async #lose(why: string): Promise<void> {
     this.#deps.clock.clearTimeout(this.#fence);
     this.#lossReason = why;
+    if (this.#config.restartPodOnLoss) {
+      // The marker only: the kubelet's kill follows the exit at once, and a main container that a signal
+      // stopped first would be restarted on its own.
+      await this.#deps.state
+        .markUnhealthy()
+        .catch((err: unknown) => this.#log.warn('removing the marker on lease loss failed', { error: err }));
+      this.#restartPod(why);
+      return;
+    }
     this.#log.warn(`${why}; stopping the main containers`, { enforce: this.#config.enforce });
     await this.#deps.enforcer
       .hold()

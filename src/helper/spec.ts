@@ -4,6 +4,7 @@
 // loads this module before deciding which command runs (docs/helper.md §1).
 import type { CommandSpec, FlagSpec } from '../cli.ts';
 import { DEFAULT_INJECTION_PROBE_PORT, DEFAULT_STATE_DIR, ENV, MARKER_FILE } from '../injection/contract.ts';
+import { RESTART_POD_EXIT_CODE } from '../injection/restart-pod.ts';
 
 export const HELPER_COMMAND = 'helper';
 export const HELPER_SUBCOMMANDS = ['acquire', 'renew', 'check'] as const;
@@ -77,6 +78,10 @@ export const HELPER_CONFIG_FLAGS: FlagSpec[] = [
   seconds(
     'probe-port',
     `renew: port of the liveness endpoint GET /healthy (overrides ${ENV.probePort}; default: ${DEFAULT_INJECTION_PROBE_PORT})`,
+  ),
+  boolean(
+    'restart-pod-on-loss',
+    `renew: exit with code ${RESTART_POD_EXIT_CODE} on a lease loss, for the injected RestartAllContainers rule (overrides ${ENV.restartPodOnLoss}; default: false)`,
   ),
 ];
 

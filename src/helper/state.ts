@@ -49,6 +49,13 @@ export class HelperState {
     }
   }
 
+  /** The handoff, removed so that nobody adopts it twice (a sidecar restarted on its own finds none). */
+  async takeHandoff(): Promise<Handoff | undefined> {
+    const handoff = await this.readHandoff();
+    await rm(join(this.dir, 'token'), { force: true });
+    return handoff;
+  }
+
   /** Creates (or refreshes the modification time of) the marker. */
   async markHealthy(): Promise<void> {
     await mkdir(this.dir, { recursive: true });

@@ -95,6 +95,8 @@ export const ENV = {
   serverName: 'BERTH_SERVER_NAME',
   insecureSkipTlsVerify: 'BERTH_INSECURE_SKIP_TLS_VERIFY',
   probePort: 'BERTH_PROBE_PORT',
+  /** Set to `true` with `--injection-restart-pod-on-loss` (restart-pod.ts); not in Go. */
+  restartPodOnLoss: 'BERTH_RESTART_POD_ON_LOSS',
   /** Downward API (metadata.namespace, metadata.name, metadata.uid): the default holder identity. */
   podNamespace: 'POD_NAMESPACE',
   podName: 'POD_NAME',

@@ -12,6 +12,13 @@ export const KILL_MARGIN_MS = 1_000;
  */
 export const DEFAULT_PROBE_KILL_GRACE_SECONDS = 1;
 
+/**
+ * With `--injection-restart-pod-on-loss` (restart-pod.ts), the kubelet's kill of every container after
+ * the sidecar exits: its pod lifecycle events relist once a second, then the Pod's sync kills without
+ * grace; 1 s of margin on top.
+ */
+export const RESTART_POD_STOP_MS = 3_000;
+
 /** The grace a failed Berth liveness probe gives the container between SIGTERM and SIGKILL. */
 export function probeKillGraceSeconds(enforceGraceSeconds: number): number {
   return enforceGraceSeconds > 0 ? enforceGraceSeconds : DEFAULT_PROBE_KILL_GRACE_SECONDS;
@@ -20,14 +27,21 @@ export function probeKillGraceSeconds(enforceGraceSeconds: number): number {
 /**
  * How long before the lease can expire at the server the sidecar starts stopping the main containers, so
  * that they are gone by then. Probe: one probe period (the kubelet may just have probed), the probe's kill
- * grace and the kill margin. Signal: the SIGTERM-to-SIGKILL grace and the kill margin.
+ * grace and the kill margin. Signal: the SIGTERM-to-SIGKILL grace and the kill margin. When the sidecar
+ * restarts the Pod on a loss, the kubelet's kill of every container (RESTART_POD_STOP_MS) is the stop,
+ * so the lead is at least that; the longer rule stays, as the probe still fences a stuck sidecar.
  */
-export function enforcementLeadMs(enforce: Enforcement, enforceGraceSeconds: number): number {
+export function enforcementLeadMs(
+  enforce: Enforcement,
+  enforceGraceSeconds: number,
+  restartPodOnLoss: boolean,
+): number {
   const stopping =
     enforce === 'signal'
       ? enforceGraceSeconds
       : PROBE_PERIOD_SECONDS + probeKillGraceSeconds(enforceGraceSeconds);
-  return stopping * 1_000 + KILL_MARGIN_MS;
+  const lead = stopping * 1_000 + KILL_MARGIN_MS;
+  return restartPodOnLoss ? Math.max(lead, RESTART_POD_STOP_MS) : lead;
 }
 
 /** The renew interval: the one given, else a third of the TTL (Go's default), in milliseconds. */
@@ -36,10 +50,14 @@ export function heartbeatMsOf(ttlSeconds: number, heartbeatSeconds: number): num
 }
 
 /** What the lead is made of, for messages. */
-export function describeLead(enforce: Enforcement): string {
-  return enforce === 'signal'
-    ? 'the enforce grace and 1s to kill'
-    : "one probe period, the probe's kill grace and 1s to kill";
+export function describeLead(enforce: Enforcement, restartPodOnLoss: boolean): string {
+  const rule =
+    enforce === 'signal'
+      ? 'the enforce grace and 1s to kill'
+      : "one probe period, the probe's kill grace and 1s to kill";
+  return restartPodOnLoss
+    ? `${rule}, at least ${RESTART_POD_STOP_MS / 1_000}s for the kubelet to restart the Pod`
+    : rule;
 }
 
 /**

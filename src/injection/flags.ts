@@ -136,6 +136,13 @@ export const injectionFlags: FlagSpec[] = [
     help: 'Port in each runtime-singleton Pod where the berth-sidecar serves the injected liveness probe (Pods may not declare it)',
     env: 'BERTH_INJECTION_PROBE_PORT',
   },
+  {
+    name: 'injection-restart-pod-on-loss',
+    kind: 'boolean',
+    default: false,
+    help: 'Give berth-sidecar a RestartAllContainers restart rule and make it exit when its lease is lost, so that no main container the kubelet restarts runs before berth-acquire wins the lease again (Kubernetes 1.36+, docs/injection.md)',
+    env: 'BERTH_INJECTION_RESTART_POD_ON_LOSS',
+  },
 ];
 
 /** The operator-level settings of injection; the central API settings come from the BerthLease flags. */
@@ -155,6 +162,8 @@ export interface InjectionConfig {
   defaultEnforce: Enforcement;
   defaultTtlSeconds: number;
   probePort: number;
+  /** berth-sidecar restarts the whole Pod on a loss (restart-pod.ts). */
+  restartPodOnLoss: boolean;
   configurationName: string;
   failurePolicy: 'Fail' | 'Ignore';
 }
@@ -206,6 +215,7 @@ const schema = z.object({
     .int('must be a whole number')
     .min(1)
     .max(65535, 'must be a port (1-65535)'),
+  'injection-restart-pod-on-loss': z.boolean(),
 });
 
 type Parsed = z.output<typeof schema>;
@@ -281,6 +291,7 @@ export function parseInjectionConfig(values: FlagValues): InjectionConfig {
     defaultEnforce: f['injection-default-enforce'],
     defaultTtlSeconds: f['injection-default-ttl-seconds'],
     probePort: f['injection-probe-port'],
+    restartPodOnLoss: f['injection-restart-pod-on-loss'],
     configurationName: f['injection-webhook-configuration-name'],
     failurePolicy: f['injection-webhook-failure-policy'],
   };

@@ -22,6 +22,7 @@ import { type Container, type Pod, parsePod, type VolumeMount } from './pod.ts';
 import { berthLivenessProbe, berthSidecarStartupProbe } from './probe.ts';
 import { REJECTION } from './reasons.ts';
 import { optedIn, type Resolved, resolveInjection } from './resolve.ts';
+import { restartPodRules } from './restart-pod.ts';
 import type { InjectorSettings } from './settings.ts';
 import { type AdmissionPath, enforceStateVolume } from './state-mount.ts';
 
@@ -77,11 +78,11 @@ export function preflightProblem(pod: Pod, r: Resolved, s: InjectorSettings): st
   return undefined;
 }
 
-interface EnvVar {
+type EnvVar = {
   name: string;
   value?: string;
   valueFrom?: { fieldRef: { fieldPath: string } };
-}
+};
 
 /** The helpers' environment, in the Go webhook's order (docs/injection.md lists it). */
 export function helperEnv(r: Resolved, s: InjectorSettings): EnvVar[] {
@@ -117,6 +118,7 @@ export function helperEnv(r: Resolved, s: InjectorSettings): EnvVar[] {
   add(s.serverName !== '', ENV.serverName, s.serverName);
   add(s.insecureSkipTlsVerify, ENV.insecureSkipTlsVerify, 'true');
   add(r.mode === 'runtime-singleton', ENV.probePort, String(s.probePort));
+  add(r.mode === 'runtime-singleton' && s.restartPodOnLoss, ENV.restartPodOnLoss, 'true');
   return env;
 }
 
@@ -173,6 +175,7 @@ export function inject(pod: Pod, r: Resolved, s: InjectorSettings): void {
       restartPolicy: 'Always',
       ports: [{ containerPort: s.probePort, protocol: 'TCP' }],
       startupProbe: berthSidecarStartupProbe(s.probePort, r.ttlSeconds),
+      ...(s.restartPodOnLoss ? { restartPolicyRules: restartPodRules() } : {}),
     });
   }
   // First: the hold gates the whole start-up, startup-gate's author init containers included.

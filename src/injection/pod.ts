@@ -21,6 +21,8 @@ const container = z.looseObject({
   livenessProbe: z.unknown().optional(),
   startupProbe: z.unknown().optional(),
   restartPolicy: z.string().nullish(),
+  restartPolicyRules: z.unknown().optional(),
+  env: z.array(z.looseObject({ name: z.string(), value: z.string().nullish() })).nullish(),
 });
 export type Container = z.output<typeof container>;
 

@@ -19,6 +19,8 @@ export interface InjectionDefaults {
   defaultMode: InjectionMode;
   defaultEnforce: Enforcement;
   defaultTtlSeconds: number;
+  /** `--injection-restart-pod-on-loss`: it sets a floor under the enforcement lead. */
+  restartPodOnLoss: boolean;
 }
 
 export interface Resolved extends LeaseSettings {
@@ -92,11 +94,11 @@ export function resolveInjection(pod: Pod, namespace: string, defaults: Injectio
     return fail(`invalid ${ANNOTATIONS.releaseOnShutdown} ${JSON.stringify(release)} (want true or false)`);
   // The helper refuses (exit 2, a crash loop) a runtime Pod whose renew cycle does not fit its TTL.
   if (mode === 'runtime-singleton') {
-    const lead = enforcementLeadMs(enforce as Enforcement, grace.value);
+    const lead = enforcementLeadMs(enforce as Enforcement, grace.value, defaults.restartPodOnLoss);
     const heartbeatMs = heartbeatMsOf(ttl.value, heartbeat.value);
     if (!renewCycleFits(ttl.value * 1_000, heartbeatMs, lead))
       return fail(
-        `${ANNOTATIONS.heartbeatSeconds} (${formatDuration(heartbeatMs)}) plus the enforcement lead (${formatDuration(lead)}: ${describeLead(enforce as Enforcement)}) must be less than ${ANNOTATIONS.ttlSeconds} (${ttl.value}s): the sidecar stops the app that long before the lease can expire`,
+        `${ANNOTATIONS.heartbeatSeconds} (${formatDuration(heartbeatMs)}) plus the enforcement lead (${formatDuration(lead)}: ${describeLead(enforce as Enforcement, defaults.restartPodOnLoss)}) must be less than ${ANNOTATIONS.ttlSeconds} (${ttl.value}s): the sidecar stops the app that long before the lease can expire`,
       );
   }
   // Signal enforcement needs a shared process namespace: an explicit opt-out is refused, not overridden.

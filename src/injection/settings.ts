@@ -40,6 +40,7 @@ export function injectorSettings(
     defaultMode: config.defaultMode,
     defaultEnforce: config.defaultEnforce,
     defaultTtlSeconds: config.defaultTtlSeconds,
+    restartPodOnLoss: config.restartPodOnLoss,
     helperImage: config.helperImage,
     imagePullPolicy: config.imagePullPolicy,
     controlPlaneNamespaces: controlPlaneNamespaces(config, operatorNamespace),

@@ -5,12 +5,13 @@
 // may mount the state volume writably. On pods/ephemeralcontainers only the state volume rule applies.
 // Pure.
 import { type AdmissionRequest, allow, type Decision, deny } from '../../webhooks/review.ts';
-import { ACQUIRE_CONTAINER, SIDECAR_CONTAINER, STATE_VOLUME } from './contract.ts';
+import { ACQUIRE_CONTAINER, ENV, SIDECAR_CONTAINER, STATE_VOLUME } from './contract.ts';
 import { admissionPath, reviewNamespace } from './mutate.ts';
 import { parsePod } from './pod.ts';
 import { isBerthLivenessProbe } from './probe.ts';
 import { REJECTION } from './reasons.ts';
 import { optedIn, resolveInjection } from './resolve.ts';
+import { isRestartPodRules, MISSING_RULE_HINT } from './restart-pod.ts';
 import type { InjectorSettings } from './settings.ts';
 import { enforceStateVolume } from './state-mount.ts';
 
@@ -52,6 +53,19 @@ export function decideValidation(request: AdmissionRequest, s: InjectorSettings)
     return runtimeContract(
       `cannot admit runtime-singleton: only the injected ${ACQUIRE_CONTAINER} and ${SIDECAR_CONTAINER} init containers are supported; workload init containers and native sidecars cannot be reliably fenced`,
     );
+  // Restarting the Pod on a loss is what gates a restarted app: without the rule, or with the sidecar
+  // told otherwise, a restarted main container would run unleased.
+  if (s.restartPodOnLoss) {
+    if (!isRestartPodRules(sidecar.restartPolicyRules))
+      return runtimeContract(
+        `cannot admit runtime workload: ${SIDECAR_CONTAINER} must keep the injected RestartAllContainers restartPolicyRules (--injection-restart-pod-on-loss); ${MISSING_RULE_HINT}`,
+      );
+    const env = (sidecar.env ?? []).filter((e) => e.name === ENV.restartPodOnLoss);
+    if (env.length !== 1 || env[0]?.value !== 'true')
+      return runtimeContract(
+        `cannot admit runtime workload: ${SIDECAR_CONTAINER} must keep ${ENV.restartPodOnLoss}=true (--injection-restart-pod-on-loss)`,
+      );
+  }
   if (pod.spec.hostNetwork === true)
     return runtimeContract(
       'cannot admit runtime workload: hostNetwork puts the berth-sidecar probe port on the node, where it could answer for another pod',

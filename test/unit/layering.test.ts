@@ -57,12 +57,13 @@ const ALLOWED: Record<string, readonly string[]> = {
   // Helper injection answers reviews through webhooks/' review parsing and admission server, and builds its
   // configurations from WorkloadAdmission's shared constants.
   'src/injection': ['src/cli.ts', 'webhooks', 'src/kube', 'src/observability'],
-  // The injected helper: the injection contract and its enforcement timing, the central API client,
-  // nothing that loads the Kubernetes client (docs/helper.md §1).
+  // The injected helper: the injection contract, its enforcement timing and restart rule, the central API
+  // client, nothing that loads the Kubernetes client (docs/helper.md §1).
   'src/helper': [
     'src/cli.ts',
     'src/injection/contract.ts',
     'src/injection/enforcement.ts',
+    'src/injection/restart-pod.ts',
     'src/berth/leaseclient.ts',
     'src/kube/clock.ts',
   ],

@@ -301,6 +301,7 @@ describe('the values, as the operator reads them', () => {
       defaultEnforce: 'signal',
       defaultTtlSeconds: 45,
       probePort: 9394,
+      restartPodOnLoss: false,
       configurationName: 'east-berth-operator-injection',
       failurePolicy: 'Ignore',
     });

@@ -10,6 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
 import { HttpLeaseClient } from '../../../src/berth/leaseclient.ts';
 import { sha256Hex } from '../../../src/central/auth.ts';
+import { RESTART_POD_STOP_MS } from '../../../src/injection/enforcement.ts';
+import { RESTART_POD_EXIT_CODE } from '../../../src/injection/restart-pod.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import {
   type CentralProcess,
@@ -201,6 +203,51 @@ describe('helper: enforcement', () => {
       expect(a.app!.stoppedBy).toBe('exit');
       expect(await a.app!.proc.exited).toEqual({ code: null, signal: 'SIGTERM' });
       expect(a.sidecar!.logs().some((l) => l.msg === 'sent SIGTERM to main process')).toBe(true);
+    } finally {
+      await relay.stop();
+    }
+  });
+});
+
+describe('helper: restarting the Pod on a loss', () => {
+  it('exits with the restart code at the local deadline, at least the kubelet kill before the server expiry', async () => {
+    const lease = `restart-${++leaseCount}`;
+    const relay = await TcpRelay.start(Number(new URL(central.url).port));
+    try {
+      const a = await pod(
+        'a',
+        envFor(lease, {
+          BERTH_API_SERVER: `https://127.0.0.1:${relay.port}`,
+          BERTH_SERVER_NAME: '127.0.0.1',
+          BERTH_RESTART_POD_ON_LOSS: 'true',
+        }),
+      );
+      await a.waitFor('running');
+      const sidecar = a.sidecar!;
+      const exit = sidecar.exited.then((e) => ({ ...e, at: Date.now() }));
+      const cutAt = Date.now();
+      relay.blackhole();
+      const exited = await exit;
+      // The process ends by itself: nothing (a pending call, the probe server) keeps it alive.
+      expect(exited).toMatchObject({ code: RESTART_POD_EXIT_CODE, signal: null });
+      expect(exited.at - cutAt).toBeLessThan(TTL_SECONDS * 1_000);
+      expect(
+        sidecar
+          .logs()
+          .some((l) => /exiting so that the kubelet restarts every container/.test(String(l.msg))),
+      ).toBe(true);
+      const observer = new HttpLeaseClient({
+        baseUrl: central.url,
+        caBundle: readFileSync(caFile, 'utf8'),
+        apiKeyFile: tokenFile,
+      });
+      try {
+        const state = await observer.renew('team-a', lease, 'east/observer', 1, TTL_SECONDS);
+        expect(state.acquired).toBe(false);
+        expect(exited.at + RESTART_POD_STOP_MS).toBeLessThanOrEqual(state.expiresAt!);
+      } finally {
+        observer.close();
+      }
     } finally {
       await relay.stop();
     }

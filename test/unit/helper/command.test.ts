@@ -20,7 +20,14 @@ async function run(
 ): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runHelper(args, { env, stdout: (t) => (out += t), stderr: (t) => (err += t) });
+  const code = await runHelper(args, {
+    env,
+    stdout: (t) => (out += t),
+    stderr: (t) => (err += t),
+    exit: (c) => {
+      throw new Error(`unexpected exit ${c}`);
+    },
+  });
   return { code, out, err };
 }
 

@@ -198,6 +198,7 @@ describe('Sidecar', () => {
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'berth-sidecar-'));
     state = new HelperState(dir);
+    restarts = [];
     clock = new ManualClock();
     client = new ScriptedClient();
     config = resolveConfig(
@@ -216,13 +217,15 @@ describe('Sidecar', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const sidecar = (): Sidecar =>
-    new Sidecar(config, {
+  let restarts: string[];
+  const sidecar = (c: HelperConfig = config): Sidecar =>
+    new Sidecar(c, {
       client,
       state,
       enforcer: new MarkerEnforcer(state),
       clock,
       log: createHelperLog({ write: () => {} }),
+      restartPod: (why) => restarts.push(why),
     });
 
   it('keeps the app stopped until a renewal confirms the handoff, then renews every heartbeat', async () => {
@@ -302,5 +305,69 @@ describe('Sidecar', () => {
     const old = new Date(clock.now() - 31_000);
     await utimes(state.markerPath, old, old);
     expect((await s.probe()).body).toMatch(/^health marker stale: .* not refreshed for 31s \(limit 30s\)/);
+  });
+
+  describe('restarting the Pod on a loss (restartPodOnLoss)', () => {
+    const restarting = (): HelperConfig => ({ ...config, restartPodOnLoss: true });
+
+    it('asks for the restart at the local deadline, with the marker gone, and never reacquires in place', async () => {
+      await state.writeAcquired(config.holder, 11);
+      client.renews = [won(11), new Error('down'), new Error('down'), new Error('down')];
+      const s = sidecar(restarting());
+      await s.start();
+      const confirmedAt = clock.now();
+      expect(await healthy()).toBe(true);
+      await clock.advanceAsync(WINDOW - 1);
+      await flush();
+      expect(restarts).toEqual([]);
+      await clock.advanceAsync(1);
+      await eventually(() => restarts.length === 1);
+      expect(clock.now() - confirmedAt).toBe(WINDOW);
+      expect(restarts).toEqual(['local lease deadline reached']);
+      expect(await healthy()).toBe(false);
+      // Halted: no tick, fence or reacquisition follows.
+      const calls = client.calls.length;
+      await clock.advanceAsync(60_000);
+      await flush();
+      expect(client.calls.length).toBe(calls);
+      expect(client.calls).not.toContain('acquire');
+      expect(restarts.length).toBe(1);
+    });
+
+    it('asks for it at once on a conflict', async () => {
+      await state.writeAcquired(config.holder, 11);
+      client.renews = [won(11), other];
+      const s = sidecar(restarting());
+      await s.start();
+      await clock.advanceAsync(10_000);
+      await eventually(() => restarts.length === 1);
+      expect(restarts[0]).toMatch(/^renew reports lease held by another/);
+      expect(await healthy()).toBe(false);
+    });
+
+    it('takes the handoff, so that the same container started again restarts the Pod without a call', async () => {
+      await state.writeAcquired(config.holder, 11);
+      client.renews = [won(11)];
+      const first = sidecar(restarting());
+      await first.start();
+      expect(first.lease.held).toBe(true);
+      expect(await state.readHandoff()).toBeUndefined();
+      const calls = client.calls.length;
+      const again = sidecar(restarting());
+      await again.start();
+      expect(restarts).toEqual([
+        'no lease handoff from berth-acquire (this container was restarted on its own)',
+      ]);
+      expect(client.calls.length).toBe(calls);
+      expect((await again.probe()).status).toBe(503);
+    });
+
+    it('keeps the handoff without the option (Go: a restarted sidecar adopts it)', async () => {
+      await state.writeAcquired(config.holder, 11);
+      client.renews = [won(11)];
+      await sidecar().start();
+      expect(await state.readHandoff()).toEqual({ holder: config.holder, token: 11 });
+      expect(restarts).toEqual([]);
+    });
   });
 });

@@ -5,6 +5,7 @@ import {
   heartbeatMsOf,
   KILL_MARGIN_MS,
   probeKillGraceSeconds,
+  RESTART_POD_STOP_MS,
   renewCycleFits,
 } from '../../../src/injection/enforcement.ts';
 
@@ -15,10 +16,16 @@ describe('runtime-singleton enforcement timing', () => {
   });
 
   it('leads by a probe period and the kill grace (probe), or the SIGTERM grace (signal), plus the margin', () => {
-    expect(enforcementLeadMs('probe', 0)).toBe(2_000 + 1_000 + KILL_MARGIN_MS);
-    expect(enforcementLeadMs('probe', 10)).toBe(2_000 + 10_000 + KILL_MARGIN_MS);
-    expect(enforcementLeadMs('signal', 10)).toBe(10_000 + KILL_MARGIN_MS);
-    expect(enforcementLeadMs('signal', 0)).toBe(KILL_MARGIN_MS);
+    expect(enforcementLeadMs('probe', 0, false)).toBe(2_000 + 1_000 + KILL_MARGIN_MS);
+    expect(enforcementLeadMs('probe', 10, false)).toBe(2_000 + 10_000 + KILL_MARGIN_MS);
+    expect(enforcementLeadMs('signal', 10, false)).toBe(10_000 + KILL_MARGIN_MS);
+    expect(enforcementLeadMs('signal', 0, false)).toBe(KILL_MARGIN_MS);
+  });
+
+  it("restarting the Pod on a loss, leads by at least the kubelet's kill of every container", () => {
+    expect(enforcementLeadMs('probe', 0, true)).toBe(enforcementLeadMs('probe', 0, false));
+    expect(enforcementLeadMs('signal', 0, true)).toBe(RESTART_POD_STOP_MS);
+    expect(enforcementLeadMs('signal', 10, true)).toBe(10_000 + KILL_MARGIN_MS);
   });
 
   it('defaults the heartbeat to a third of the TTL, as Go does', () => {
@@ -28,8 +35,8 @@ describe('runtime-singleton enforcement timing', () => {
   });
 
   it('refuses a renew cycle that does not fit in the TTL once the lead is taken off', () => {
-    expect(renewCycleFits(30_000, 10_000, enforcementLeadMs('probe', 0))).toBe(true);
-    expect(renewCycleFits(12_000, 8_000, enforcementLeadMs('probe', 0))).toBe(false);
-    expect(renewCycleFits(12_000, 8_000, enforcementLeadMs('probe', 0) - 1)).toBe(true);
+    expect(renewCycleFits(30_000, 10_000, enforcementLeadMs('probe', 0, false))).toBe(true);
+    expect(renewCycleFits(12_000, 8_000, enforcementLeadMs('probe', 0, false))).toBe(false);
+    expect(renewCycleFits(12_000, 8_000, enforcementLeadMs('probe', 0, false) - 1)).toBe(true);
   });
 });

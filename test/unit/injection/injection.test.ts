@@ -8,6 +8,7 @@ import { ANNOTATIONS, ENV, INJECT_LABEL, STATE_VOLUME } from '../../../src/injec
 import { parseInjectionConfig } from '../../../src/injection/flags.ts';
 import { decideInjection } from '../../../src/injection/mutate.ts';
 import { berthLivenessProbe } from '../../../src/injection/probe.ts';
+import { RESTART_POD_EXIT_CODE } from '../../../src/injection/restart-pod.ts';
 import { injectorSettings } from '../../../src/injection/settings.ts';
 import { decideValidation } from '../../../src/injection/validate.ts';
 import { runCommand } from '../../../src/run.ts';
@@ -475,6 +476,62 @@ describe('validation of the final Pod', () => {
 
   it('names the annotation when it is bad', () => {
     expect(denial(decideValidation(request(optInPod({})), settings))).toContain(ANNOTATIONS.leaseName);
+  });
+});
+
+describe('restarting the Pod on a loss (--injection-restart-pod-on-loss)', () => {
+  const restarting = { ...settings, restartPodOnLoss: true };
+  const sidecarOf = (p: V1Pod): V1Container => inits(p)[1] as V1Container;
+
+  it('gives berth-sidecar the RestartAllContainers rule for the reserved code, and tells it', () => {
+    const pod = injected(optInPod(lease), restarting);
+    const sidecar = sidecarOf(pod);
+    expect(sidecar.restartPolicyRules).toEqual([
+      { action: 'RestartAllContainers', exitCodes: { operator: 'In', values: [RESTART_POD_EXIT_CODE] } },
+    ]);
+    expect(sidecar.env).toContainEqual({ name: ENV.restartPodOnLoss, value: 'true' });
+    expect(inits(pod)[0]?.restartPolicyRules).toBeUndefined();
+    expect(decideValidation(request(pod), restarting)).toEqual({ allowed: true });
+  });
+
+  it('adds nothing without the flag', () => {
+    const sidecar = sidecarOf(injected(optInPod(lease)));
+    expect(sidecar.restartPolicyRules).toBeUndefined();
+    expect(sidecar.env?.map((e) => e.name)).not.toContain(ENV.restartPodOnLoss);
+  });
+
+  it.each([
+    [
+      'the rule dropped (an API server without the feature gates)',
+      (p: V1Pod) => delete sidecarOf(p).restartPolicyRules,
+      'ContainerRestartRules feature gate',
+    ],
+    [
+      'the rule changed',
+      (p: V1Pod) =>
+        (sidecarOf(p).restartPolicyRules = [
+          { action: 'Restart', exitCodes: { operator: 'NotIn', values: [0] } },
+        ]),
+      'RestartAllContainers restartPolicyRules',
+    ],
+    [
+      'the sidecar told otherwise',
+      (p: V1Pod) =>
+        (sidecarOf(p).env = (sidecarOf(p).env ?? []).map((e) =>
+          e.name === ENV.restartPodOnLoss ? { ...e, value: 'false' } : e,
+        )),
+      `${ENV.restartPodOnLoss}=true`,
+    ],
+  ])('denies %s', (_what, change, message) => {
+    const pod = injected(optInPod(lease), restarting);
+    change(pod);
+    expect(denial(decideValidation(request(pod), restarting))).toContain(message);
+  });
+
+  it('leaves startup-gate Pods without a sidecar or rule', () => {
+    const pod = injected(optInPod({ ...lease, [ANNOTATIONS.mode]: 'startup-gate' }), restarting);
+    expect(inits(pod).map((c) => c.name)).toEqual(['berth-acquire']);
+    expect(decideValidation(request(pod), restarting)).toEqual({ allowed: true });
   });
 });
 
