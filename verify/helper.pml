@@ -136,6 +136,17 @@ byte slot;
 
 #define MIN(a, b) ((a) < (b) -> (a) : (b))
 
+/* random simulation (-DSIM, for the trace replay) spreads the faults over time instead of spending them
+   at once: a fault is possible only once T reaches `calm`, which each fault moves on */
+#ifdef SIM
+hidden int calm;
+#define CALM (T >= calm)
+#define SETCALM if :: calm = T + 1 :: calm = T + 3 :: calm = T + 6 :: calm = T + 12 fi
+#else
+#define CALM 1
+#define SETCALM skip
+#endif
+
 inline pick(pv, plo, phi) {
   pv = plo;
   do
@@ -160,7 +171,7 @@ inline send(c, skind, stok, sbound) {
   if
   :: part[c] > 0 -> skip
 #ifdef F_LOSS
-  :: part[c] == 0 && faults > 0 -> faults--; printf("EV %d lost %d\n", T, c)
+  :: part[c] == 0 && CALM && faults > 0 -> faults--; SETCALM; printf("EV %d lost %d\n", T, c)
 #endif
   :: part[c] == 0 ->
      net[slot].kind = skind; net[slot].cur = 1; net[slot].tok = stok;
@@ -168,10 +179,10 @@ inline send(c, skind, stok, sbound) {
      :: net[slot].d = 0
      :: NET > 0 -> net[slot].d = NET
 #ifdef F_DELAY
-     :: faults > 0 -> faults--; pick(net[slot].d, 1, DELAY)
+     :: CALM && faults > 0 -> faults--; SETCALM; pick(net[slot].d, 1, DELAY)
 #endif
 #ifdef F_STALL
-     :: faults > 0 -> faults--; net[slot].d = sbound + 1   /* lands after the helper gave up */
+     :: CALM && faults > 0 -> faults--; SETCALM; net[slot].d = sbound + 1   /* lands after the helper gave up */
 #endif
      fi
   fi;
@@ -189,7 +200,7 @@ inline endcall(c) {
 
 /* the central server (decideAcquire, decideRenew) */
 inline serve(c, i) {
-  printf("EV %d srv %d %d\n", T, c, net[i].kind);
+  printf("EV %d srv %d %d tok=%d cur=%d\n", T, c, net[i].kind, net[i].tok, net[i].cur);
   aacq = 0;
   if
   :: net[i].kind == CALL_ACQ ->
@@ -211,14 +222,14 @@ inline serve(c, i) {
   :: net[i].cur && !ans[c].on && part[c] == 0 ->
      if
 #ifdef F_LOSS
-     :: faults > 0 -> faults--; printf("EV %d anslost %d\n", T, c)
+     :: CALM && faults > 0 -> faults--; SETCALM; printf("EV %d anslost %d\n", T, c)
 #endif
      :: ans[c].on = 1; ans[c].acq = aacq; ans[c].tok = s_tok;
         if
         :: ans[c].d = 0
         :: NET > 0 -> ans[c].d = NET
 #ifdef F_DELAY
-        :: faults > 0 -> faults--; pick(ans[c].d, 1, DELAY)
+        :: CALM && faults > 0 -> faults--; SETCALM; pick(ans[c].d, 1, DELAY)
 #endif
         fi
      fi
@@ -433,7 +444,7 @@ end:
   :: atomic { !limit && G_REINIT(c) -> hp[c] = HP_INIT; m[c] = M_WAIT; tk[c] = 0; printf("EV %d reinit %d\n", T, c) }
 #endif
 #ifdef F_PART
-  :: atomic { !limit && faults > 0 && part[c] == 0 -> faults--; part[c] = PART;
+  :: atomic { !limit && CALM && faults > 0 && part[c] == 0 -> faults--; SETCALM; part[c] = PART;
        net[2 * c].kind = 0; net[2 * c].d = 0; net[2 * c].cur = 0; net[2 * c].tok = 0;
        net[2 * c + 1].kind = 0; net[2 * c + 1].d = 0; net[2 * c + 1].cur = 0; net[2 * c + 1].tok = 0;
        ans[c].on = 0; ans[c].d = 0; ans[c].acq = 0; ans[c].tok = 0;
@@ -457,6 +468,8 @@ end:
   do
   :: atomic { !URGENT ->
      d_step {
+       /* first: random simulation takes a d_step's first statement on its own (trace replay) */
+       skip;
        T++;
        if :: s_tok > 0 && s_exp >= 0 -> s_exp-- :: else fi;
        TICKNET(0); TICKNET(1); TICKNET(2); TICKNET(3);
