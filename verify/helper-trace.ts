@@ -1,8 +1,9 @@
 // The events helper.pml prints (`printf("EV <tick> <event> <pod> ...")`) during a random simulation or a
 // trail replay, parsed for the helper's trace replay on the code (docs/verification.md, "Trace replay on
 // the real code"). Pure.
+import { callKindOf, eventWords, field, type Side, side } from './events.ts';
 
-export type Pod = 0 | 1;
+export type Pod = Side;
 /** The model's call kinds: CALL_ACQ and CALL_REN. */
 export type HelperCall = 'acquire' | 'renew';
 
@@ -33,29 +34,12 @@ const SIMPLE = new Set([
   'start',
 ]);
 
-const pod = (s: string | undefined, line: string): Pod => {
-  if (s === '0' || s === '1') return Number(s) as Pod;
-  throw new Error(`bad pod in trace line: ${line}`);
-};
-const call = (s: string | undefined, line: string): HelperCall => {
-  if (s === '1') return 'acquire';
-  if (s === '2') return 'renew';
-  throw new Error(`bad call kind in trace line: ${line}`);
-};
-const field = (parts: readonly string[], name: string, line: string): number => {
-  const p = parts.find((x) => x.startsWith(`${name}=`));
-  const v = p === undefined ? Number.NaN : Number(p.slice(name.length + 1));
-  if (!Number.isInteger(v)) throw new Error(`no ${name}= in trace line: ${line}`);
-  return v;
-};
+const pod = side;
+const call = (s: string | undefined, line: string): HelperCall => callKindOf(s, line, 'renew');
 
 /** One `EV ...` line of helper.pml. */
 export function parseHelperEvent(line: string): HelperEvent {
-  const parts = line.trim().split(/\s+/);
-  if (parts[0] !== 'EV') throw new Error(`not an event: ${line}`);
-  const t = Number(parts[1]);
-  const kind = parts[2] ?? '';
-  if (!Number.isInteger(t)) throw new Error(`bad time in trace line: ${line}`);
+  const { t, kind, parts } = eventWords(line);
   if (kind === 'init') return { t, kind };
   const p = pod(parts[3], line);
   if (SIMPLE.has(kind)) return { t, kind, p } as HelperEvent;

@@ -1,7 +1,8 @@
 // The events lease.pml prints (`printf("EV <tick> <event> ...")`) during a random simulation or a trail
 // replay, parsed for the trace replay against the real code (docs/verification.md, "Trace replay"). Pure.
+import { callKindOf, eventWords, field, type Side, side } from './events.ts';
 
-export type Cluster = 0 | 1;
+export type Cluster = Side;
 export type CallKind = 'acquire' | 'release';
 
 export type LeaseEvent =
@@ -49,29 +50,12 @@ const SIMPLE = new Set([
   'handoverpass',
 ]);
 
-const cluster = (s: string | undefined, line: string): Cluster => {
-  if (s === '0' || s === '1') return Number(s) as Cluster;
-  throw new Error(`bad cluster in trace line: ${line}`);
-};
-const callKind = (s: string | undefined, line: string): CallKind => {
-  if (s === '1') return 'acquire';
-  if (s === '2') return 'release';
-  throw new Error(`bad call kind in trace line: ${line}`);
-};
-const field = (parts: readonly string[], name: string, line: string): number => {
-  const p = parts.find((x) => x.startsWith(`${name}=`));
-  const v = p === undefined ? Number.NaN : Number(p.slice(name.length + 1));
-  if (!Number.isInteger(v)) throw new Error(`no ${name}= in trace line: ${line}`);
-  return v;
-};
+const cluster = side;
+const callKind = (s: string | undefined, line: string): CallKind => callKindOf(s, line, 'release');
 
 /** One `EV ...` line. */
 export function parseEvent(line: string): LeaseEvent {
-  const parts = line.trim().split(/\s+/);
-  if (parts[0] !== 'EV') throw new Error(`not an event: ${line}`);
-  const t = Number(parts[1]);
-  const kind = parts[2] ?? '';
-  if (!Number.isInteger(t)) throw new Error(`bad time in trace line: ${line}`);
+  const { t, kind, parts } = eventWords(line);
   if (kind === 'init') return { t, kind, off: [Number(parts[3]), Number(parts[4])] };
   const c = cluster(parts[3], line);
   if (SIMPLE.has(kind)) return { t, kind, c } as LeaseEvent;

@@ -100,6 +100,33 @@ async function pod(
 const acquiredAt = (p: HelperPod): number =>
   Date.parse(String(p.acquire?.logs().find((l) => l.msg === 'lease acquired')?.time));
 
+/** Pod `a`, whose helpers reach the server through `relay` (which can then cut them off). */
+const relayedPod = (relay: TcpRelay, lease: string, over: Record<string, string> = {}): Promise<HelperPod> =>
+  pod(
+    'a',
+    envFor(lease, {
+      BERTH_API_SERVER: `https://127.0.0.1:${relay.port}`,
+      BERTH_SERVER_NAME: '127.0.0.1',
+      ...over,
+    }),
+  );
+
+/** The server's own view of a lease (its expiry), as a renew by another holder of the tenant reports it. */
+async function serverState(lease: string) {
+  const observer = new HttpLeaseClient({
+    baseUrl: central.url,
+    caBundle: readFileSync(caFile, 'utf8'),
+    apiKeyFile: tokenFile,
+  });
+  try {
+    const state = await observer.renew('team-a', lease, 'east/observer', 1, TTL_SECONDS);
+    expect(state.acquired).toBe(false);
+    return state;
+  } finally {
+    observer.close();
+  }
+}
+
 const waitingLogs = (p: HelperPod): number =>
   p.acquire?.logs().filter((l) => l.msg === 'lease held by another, waiting').length ?? 0;
 
@@ -152,32 +179,15 @@ describe('helper: enforcement', () => {
     const lease = `outage-${++leaseCount}`;
     const relay = await TcpRelay.start(Number(new URL(central.url).port));
     try {
-      const a = await pod(
-        'a',
-        envFor(lease, {
-          BERTH_API_SERVER: `https://127.0.0.1:${relay.port}`,
-          BERTH_SERVER_NAME: '127.0.0.1',
-        }),
-      );
+      const a = await relayedPod(relay, lease);
       await a.waitFor('running');
       relay.blackhole();
       await a.waitFor('stopped', 20_000);
       expect(a.app!.stoppedBy).toBe('probe');
-      // The server's own expiry of the lease, as a renew by another holder of the tenant reports it.
-      const observer = new HttpLeaseClient({
-        baseUrl: central.url,
-        caBundle: readFileSync(caFile, 'utf8'),
-        apiKeyFile: tokenFile,
-      });
-      try {
-        const state = await observer.renew('team-a', lease, 'east/observer', 1, TTL_SECONDS);
-        expect(state.acquired).toBe(false);
-        expect(state.holder).toContain(`uid:${a.uid}`);
-        expect(a.app!.exitedAt).toBeDefined();
-        expect(a.app!.exitedAt!).toBeLessThan(state.expiresAt!);
-      } finally {
-        observer.close();
-      }
+      const state = await serverState(lease);
+      expect(state.holder).toContain(`uid:${a.uid}`);
+      expect(a.app!.exitedAt).toBeDefined();
+      expect(a.app!.exitedAt!).toBeLessThan(state.expiresAt!);
       expect(
         a
           .sidecar!.logs()
@@ -214,14 +224,7 @@ describe('helper: restarting the Pod on a loss', () => {
     const lease = `restart-${++leaseCount}`;
     const relay = await TcpRelay.start(Number(new URL(central.url).port));
     try {
-      const a = await pod(
-        'a',
-        envFor(lease, {
-          BERTH_API_SERVER: `https://127.0.0.1:${relay.port}`,
-          BERTH_SERVER_NAME: '127.0.0.1',
-          BERTH_RESTART_POD_ON_LOSS: 'true',
-        }),
-      );
+      const a = await relayedPod(relay, lease, { BERTH_RESTART_POD_ON_LOSS: 'true' });
       await a.waitFor('running');
       const sidecar = a.sidecar!;
       const exit = sidecar.exited.then((e) => ({ ...e, at: Date.now() }));
@@ -236,18 +239,8 @@ describe('helper: restarting the Pod on a loss', () => {
           .logs()
           .some((l) => /exiting so that the kubelet restarts every container/.test(String(l.msg))),
       ).toBe(true);
-      const observer = new HttpLeaseClient({
-        baseUrl: central.url,
-        caBundle: readFileSync(caFile, 'utf8'),
-        apiKeyFile: tokenFile,
-      });
-      try {
-        const state = await observer.renew('team-a', lease, 'east/observer', 1, TTL_SECONDS);
-        expect(state.acquired).toBe(false);
-        expect(exited.at + RESTART_POD_STOP_MS).toBeLessThanOrEqual(state.expiresAt!);
-      } finally {
-        observer.close();
-      }
+      const state = await serverState(lease);
+      expect(exited.at + RESTART_POD_STOP_MS).toBeLessThanOrEqual(state.expiresAt!);
     } finally {
       await relay.stop();
     }
