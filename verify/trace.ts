@@ -58,7 +58,8 @@ const callKind = (s: string | undefined, line: string): CallKind => {
   if (s === '2') return 'release';
   throw new Error(`bad call kind in trace line: ${line}`);
 };
-const field = (parts: readonly string[], name: string, line: string): number => {
+/** The integer of `name=` among the words of a trace line (shared with admission-trace.ts). */
+export const field = (parts: readonly string[], name: string, line: string): number => {
   const p = parts.find((x) => x.startsWith(`${name}=`));
   const v = p === undefined ? Number.NaN : Number(p.slice(name.length + 1));
   if (!Number.isInteger(v)) throw new Error(`no ${name}= in trace line: ${line}`);
