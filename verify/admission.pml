@@ -20,6 +20,11 @@
  *     lease.pml: the drain of every registered or stamped Pod ends before the other cluster may start);
  *   gate: the operator lifts a gate only while the lease is Active (live);
  *   admission: a Deployment created while a lease targets its name is stamped for that lease.
+ *
+ * Events (`printf("EV <event> k=v ...")`, parsed by verify/admission-trace.ts for the trace replay on the
+ * real webhook code, docs/verification.md "Trace replay"): every action prints what it did and, for a
+ * write through the webhooks, what each decided; `EV state` (snap) prints the state after every action
+ * and before each operator gate removal, the world the next review reads. printf changes no state.
  */
 
 #ifndef NP
@@ -102,6 +107,12 @@ byte i;
 byte j;
 bit ann;
 
+/* who writes, in the events */
+#define A_USER 0
+#define A_RS 1
+#define A_OPERATOR 2
+#define A_REPLICA 3
+
 #define OUT_FREE 0
 #define OUT_BOUND 1
 #define OUT_DENY 2
@@ -178,6 +189,23 @@ inline resolve_pod(own, stamp, view) {
   (l_rec[l] == rs_owner || d_should[rs_owner] == l))
 #define OF_LEASE(k, l) (l_ex[l] && (p_stamp[k] == l || IN_CHAIN(k, l)))
 
+#if NP > 1
+#define SLOT1(a) a[1]
+#else
+#define SLOT1(a) 0
+#endif
+
+/* the state the replay builds its objects from (printf only) */
+inline snap() {
+  printf("EV state lex=%d,%d ldel=%d,%d lrec=%d,%d lphase=%d,%d lpods=%d,%d held=%d,%d lost=%d,%d other=%d dex=%d,%d dstamp=%d,%d dgate=%d,%d drep=%d,%d dshould=%d,%d rsex=%d rsown=%d rsstamp=%d rststamp=%d rsgate=%d rsrep=%d pex=%d,%d pown=%d,%d pstamp=%d,%d pgate=%d,%d pdel=%d,%d pnext=%d cache=%d,%d,%d,%d\n",
+    l_ex[1], l_ex[2], l_del[1], l_del[2], l_rec[1], l_rec[2], l_phase[1], l_phase[2], l_pods[1], l_pods[2],
+    held[1], held[2], lost[1], lost[2], other,
+    d_ex[1], d_ex[2], d_stamp[1], d_stamp[2], d_gate[1], d_gate[2], d_rep[1], d_rep[2], d_should[1], d_should[2],
+    rs_ex, rs_owner, rs_stamp, rs_tstamp, rs_gate, rs_rep,
+    p_ex[0], SLOT1(p_ex), p_own[0], SLOT1(p_own), p_stamp[0], SLOT1(p_stamp), p_gate[0], SLOT1(p_gate),
+    p_del[0], SLOT1(p_del), p_next, cache[1], cache[2], cache[4], cache[5])
+}
+
 inline check() {
   i = 0;
   do
@@ -191,28 +219,33 @@ inline check() {
      i++
   :: i >= NP -> break
   od;
-  i = 0
+  i = 0;
+  snap()
 }
 
-/* a Pod CREATE through both webhooks (mutating stamps, validating checks); created in slot p_next */
-inline create_pod(own, stamp, gate) {
+/* the request (by, in slot p_next, owned, stamp, gate) and the verdicts: mutating, its stamp and gate, validating */
+#define POD_EV(m, v) printf("EV podcreate by=%d slot=%d own=%d stamp=%d gate=%d mutating=%d mstamp=%d mgate=%d validating=%d\n", \
+  by, p_next, own, stamp, gate, m, p_stamp[p_next], p_gate[p_next], v)
+
+/* a Pod CREATE by `by` through both webhooks (mutating stamps, validating checks); created in slot p_next */
+inline create_pod(by, own, stamp, gate) {
   resolve_pod(own, stamp, 0);
   if
-  :: r_out == OUT_DENY -> skip
+  :: r_out == OUT_DENY -> POD_EV(0, 0)
   :: r_out == OUT_FREE || r_out == OUT_BOUND ->
      /* mutating: stamped and gated when bound */
      p_stamp[p_next] = (r_out == OUT_BOUND -> r_l : stamp);
      p_gate[p_next] = (r_out == OUT_BOUND -> 1 : gate);
      resolve_pod(own, p_stamp[p_next], 1);
      if
-     :: r_out == OUT_DENY -> p_stamp[p_next] = 0; p_gate[p_next] = 0
-     :: r_out == OUT_FREE -> p_ex[p_next] = 1; p_own[p_next] = own; p_next++
+     :: r_out == OUT_DENY -> POD_EV(1, 0); p_stamp[p_next] = 0; p_gate[p_next] = 0
+     :: r_out == OUT_FREE -> POD_EV(1, 1); p_ex[p_next] = 1; p_own[p_next] = own; p_next++
      :: r_out == OUT_BOUND ->
         /* 7b: the stamp and the gate; 7e: the lease by name, live */
         if
         :: p_stamp[p_next] == r_l && p_gate[p_next] && LEASE_OK(r_l) ->
-           p_ex[p_next] = 1; p_own[p_next] = own; p_next++
-        :: else -> p_stamp[p_next] = 0; p_gate[p_next] = 0
+           POD_EV(1, 1); p_ex[p_next] = 1; p_own[p_next] = own; p_next++
+        :: else -> POD_EV(1, 0); p_stamp[p_next] = 0; p_gate[p_next] = 0
         fi
      fi
   fi;
@@ -246,7 +279,8 @@ init {
     l_ex[1] = 1;
     d_ex[1] = 1; d_stamp[1] = 1; d_gate[1] = 1; d_rep[1] = 0; d_should[1] = 1; l_rec[1] = 1;
     rs_ex = 1; rs_owner = 1; rs_stamp = 1; rs_tstamp = 1; rs_gate = 1; rs_rep = 0;
-    cache[1] = 1; cache[4] = 1
+    cache[1] = 1; cache[4] = 1;
+    snap()
   }
 end:
   do
@@ -260,15 +294,15 @@ end:
           held[r_l] = 1;
           if :: l_phase[r_l] != PH_ACTIVE -> l_phase[r_l] = PH_ACTIVE; l_rv[r_l]++ :: else fi;
           d_rep[l_rec[r_l]] = 1;
-          printf("EV operator: lease %d Active, Deployment %d scaled up\n", r_l, l_rec[r_l])
+          printf("EV activate l=%d\n", r_l)
        /* stop (§2.4 step 1, first half): commit Stopping */
        :: l_phase[r_l] == PH_ACTIVE && (l_del[r_l] || lost[r_l]) ->
           l_phase[r_l] = PH_STOPPING; l_rv[r_l]++;
-          printf("EV operator: lease %d Stopping committed\n", r_l)
+          printf("EV stopping l=%d\n", r_l)
        /* a lease that never activated and is deleted: nothing to drain or release */
        :: l_phase[r_l] == PH_NONE && l_del[r_l] && !held[r_l] ->
           l_ex[r_l] = 0; l_del[r_l] = 0;
-          printf("EV operator: lease %d finalizer removed\n", r_l)
+          printf("EV finalized l=%d\n", r_l)
        :: else -> skip
        fi;
        r_l = 0;
@@ -278,10 +312,10 @@ end:
        r_l = (l_ex[1] && l_phase[1] == PH_STOPPING -> 1 : 2);
        if :: l_rec[r_l] != 0 && d_ex[l_rec[r_l]] -> d_rep[l_rec[r_l]] = 0 :: else fi;
        drain(r_l);
+       printf("EV drain l=%d left=%d\n", r_l, r_n);
        if
        :: r_n == 0 ->
           held[r_l] = 0; lost[r_l] = 0;
-          printf("EV operator: lease %d drained and released\n", r_l);
           if
           :: l_del[r_l] -> l_ex[r_l] = 0; l_del[r_l] = 0; l_phase[r_l] = PH_NONE; l_pods[r_l] = 0
           :: else -> l_phase[r_l] = PH_NONE; l_pods[r_l] = 0; l_rv[r_l]++
@@ -300,10 +334,12 @@ end:
           :: LIVE_ACTIVE(r_l) && held[r_l] && p_ex[i] && !p_del[i] && p_gate[i] && p_stamp[i] == r_l &&
              p_own[i] && rs_ex && rs_owner == l_rec[r_l] && d_ex[rs_owner] ->
              l_pods[r_l] = l_pods[r_l] | BIT(i); l_rv[r_l]++;
+             printf("EV register by=%d slot=%d l=%d ok=1\n", A_OPERATOR, i, r_l);
+             snap();
              /* the webhook's gate removal: the live lease is Active and the Pod registered */
              assert(LIVE_ACTIVE(r_l));
-             p_gate[i] = 0;
-             printf("EV operator: Pod %d registered and ungated for lease %d\n", i, r_l)
+             printf("EV podungate by=%d slot=%d validating=1\n", A_OPERATOR, i);
+             p_gate[i] = 0
           :: else
           fi;
           i++
@@ -314,12 +350,15 @@ end:
   /* the activation's deadline passes (lease.pml: its stop then ends before the central expiry) */
   :: atomic { losses > 0 && ((l_ex[1] && l_phase[1] == PH_ACTIVE) || (l_ex[2] && l_phase[2] == PH_ACTIVE)) ->
        losses--;
-       if :: l_ex[1] && l_phase[1] == PH_ACTIVE -> lost[1] = 1 :: else -> lost[2] = 1 fi;
-       printf("EV central: the activation's deadline passes\n") }
+       if
+       :: l_ex[1] && l_phase[1] == PH_ACTIVE -> lost[1] = 1; printf("EV lost l=1\n")
+       :: else -> lost[2] = 1; printf("EV lost l=2\n")
+       fi;
+       snap() }
   /* the other cluster takes the central lease (only once this one released it) or gives it up */
   :: atomic { takeovers > 0 && !other && !held[1] && !held[2] -> takeovers--; other = 1;
-       printf("EV central: the other cluster holds the lease\n"); check() }
-  :: atomic { takeovers > 0 && other -> takeovers--; other = 0 }
+       printf("EV other holds=1\n"); check() }
+  :: atomic { takeovers > 0 && other -> takeovers--; other = 0; printf("EV other holds=0\n"); snap() }
 
 #ifdef STALE
   /* ================= a second replica with a stale copy (hole 5) ================= */
@@ -328,9 +367,10 @@ end:
        if
        :: l_phase[w_l] == PH_ACTIVE && !l_del[w_l] ->
           w_rv = l_rv[w_l]; w_phase = l_phase[w_l]; w_pods = l_pods[w_l];
-          printf("EV replica 2: reads lease %d (Active)\n", w_l)
-       :: else -> w_l = 3   /* nothing to do: this replica is done */
-       fi }
+          printf("EV replicaread l=%d\n", w_l)
+       :: else -> w_l = 3; printf("EV replicaread l=0\n")   /* nothing to do: this replica is done */
+       fi;
+       snap() }
   /* its registration: guarded by the resourceVersion it read (HOLE_STALE_REGISTER: not guarded) */
   :: atomic { w_l > 0 && w_l < 3 && w_pod == 0 ->
        i = 0;
@@ -345,16 +385,18 @@ end:
 #ifdef HOLE_STALE_REGISTER
           /* the stale copy's status is written back whole: Active, with the Pod */
           l_phase[w_l] = w_phase; l_pods[w_l] = w_pods | BIT(w_pod - 1); l_rv[w_l]++; w_reg = 1;
-          printf("EV replica 2: writes its stale status back with Pod %d registered\n", w_pod - 1)
+          printf("EV register by=%d slot=%d l=%d ok=1\n", A_REPLICA, w_pod - 1, w_l)
 #else
           if
           :: l_rv[w_l] == w_rv -> l_pods[w_l] = l_pods[w_l] | BIT(w_pod - 1); l_rv[w_l]++; w_reg = 1;
-             printf("EV replica 2: registers Pod %d\n", w_pod - 1)
-          :: else -> skip   /* 409: not registered, not ungated */
+             printf("EV register by=%d slot=%d l=%d ok=1\n", A_REPLICA, w_pod - 1, w_l)
+          :: else ->   /* 409: not registered, not ungated */
+             printf("EV register by=%d slot=%d l=%d ok=0\n", A_REPLICA, w_pod - 1, w_l)
           fi
 #endif
        :: else -> skip
-       fi }
+       fi;
+       snap() }
   /* its gate removal, through the webhook (HOLE_STALE_UNGATE: the webhook reads a cached copy) */
   :: atomic { w_pod > 0 && w_reg ->
        if
@@ -364,10 +406,16 @@ end:
 #else
           LIVE_ACTIVE(w_l) && (l_pods[w_l] & BIT(w_pod - 1)) ->
 #endif
-          printf("EV replica 2: ungates Pod %d\n", w_pod - 1);
+          printf("EV podungate by=%d slot=%d validating=1\n", A_REPLICA, w_pod - 1);
           assert(LIVE_ACTIVE(w_l));
           p_gate[w_pod - 1] = 0
-       :: else -> skip
+       :: else ->
+          /* the webhook's denial, when the Pod is still there to ungate */
+          if
+          :: p_ex[w_pod - 1] && p_gate[w_pod - 1] && !p_del[w_pod - 1] ->
+             printf("EV podungate by=%d slot=%d validating=0\n", A_REPLICA, w_pod - 1)
+          :: else
+          fi
        fi;
        w_l = 3; w_pod = 0; w_reg = 0;
        check() }
@@ -375,39 +423,44 @@ end:
 
   /* ================= Kubernetes' controllers and the kubelet ================= */
   /* the ReplicaSet follows its Deployment's replicas */
-  :: atomic { rs_ex && rs_owner != 0 && d_ex[rs_owner] && rs_rep != d_rep[rs_owner] -> rs_rep = d_rep[rs_owner] }
+  :: atomic { rs_ex && rs_owner != 0 && d_ex[rs_owner] && rs_rep != d_rep[rs_owner] -> rs_rep = d_rep[rs_owner];
+       printf("EV rsscale rep=%d\n", rs_rep); snap() }
   /* the ReplicaSet creates a Pod from its template (through the webhooks) */
   :: atomic { rs_ex && rs_rep > 0 && p_next < NP &&
        !((p_ex[0] && p_own[0] && !p_del[0]) || (NP > 1 && p_ex[1] && p_own[1] && !p_del[1])) ->
-       create_pod(1, rs_tstamp, rs_gate);
-       printf("EV ReplicaSet: creates a Pod from its template (admitted %d)\n", p_next);
+       create_pod(A_RS, 1, rs_tstamp, rs_gate);
        check() }
   /* a ReplicaSet at 0 deletes its Pods (not waited for by anyone) */
   :: atomic { rs_ex && rs_rep == 0 && ((p_ex[0] && p_own[0] && !p_del[0]) || (NP > 1 && p_ex[1] && p_own[1] && !p_del[1])) ->
        if
-       :: p_ex[0] && p_own[0] && !p_del[0] -> if :: p_gate[0] -> p_ex[0] = 0 :: else -> p_del[0] = 1 fi
-       :: NP > 1 && p_ex[1] && p_own[1] && !p_del[1] -> if :: p_gate[1] -> p_ex[1] = 0 :: else -> p_del[1] = 1 fi
+       :: p_ex[0] && p_own[0] && !p_del[0] -> printf("EV rsdelete slot=0\n");
+          if :: p_gate[0] -> p_ex[0] = 0 :: else -> p_del[0] = 1 fi
+       :: NP > 1 && p_ex[1] && p_own[1] && !p_del[1] -> printf("EV rsdelete slot=1\n");
+          if :: p_gate[1] -> p_ex[1] = 0 :: else -> p_del[1] = 1 fi
        fi;
        check() }
   /* the kubelet: a deleted Pod's containers end */
   :: atomic { (p_ex[0] && p_del[0]) || (NP > 1 && p_ex[1] && p_del[1]) ->
        if
-       :: p_ex[0] && p_del[0] -> p_ex[0] = 0
-       :: NP > 1 && p_ex[1] && p_del[1] -> p_ex[1] = 0
+       :: p_ex[0] && p_del[0] -> p_ex[0] = 0; printf("EV podgone slot=0\n")
+       :: NP > 1 && p_ex[1] && p_del[1] -> p_ex[1] = 0; printf("EV podgone slot=1\n")
        fi;
        check() }
 #ifdef ORPHANS
   /* the ReplicaSet controller adopts a Pod without controller that matches its selector: a Pod UPDATE */
   :: atomic { rs_ex && ((p_ex[0] && !p_own[0]) || (NP > 1 && p_ex[1] && !p_own[1])) ->
-       r_n = (p_ex[0] && !p_own[0] -> 0 : 1);
+       /* the slot in i: resolve_pod's lease count overwrites r_n */
+       i = (p_ex[0] && !p_own[0] -> 0 : 1);
        if
-       :: p_stamp[r_n] != 0 -> skip   /* an admitted Pod keeps its binding (never the case here) */
-       :: p_stamp[r_n] == 0 ->
+       :: p_stamp[i] != 0 ->   /* an admitted Pod keeps its binding (never the case here) */
+          printf("EV podadopt slot=%d validating=0\n", i)
+       :: p_stamp[i] == 0 ->
           resolve_pod(1, 0, 1);
           if
-          :: r_out == OUT_FREE -> p_own[r_n] = 1;         /* an unmanaged update */
-             printf("EV ReplicaSet: adopts Pod %d (admitted as unmanaged)\n", r_n)
-          :: else -> skip                                 /* denied, or 7a: cannot adopt */
+          :: r_out == OUT_FREE -> p_own[i] = 1;           /* an unmanaged update */
+             printf("EV podadopt slot=%d validating=1\n", i)
+          :: else ->                                      /* denied, or 7a: cannot adopt */
+             printf("EV podadopt slot=%d validating=0\n", i)
           fi
        fi;
        r_out = 0; r_l = 0; r_t = 0; r_n = 0;
@@ -416,40 +469,43 @@ end:
      for a stamped ReplicaSet (its binding comes from its own annotations, nothing else changes) */
   :: atomic { rs_ex && rs_owner == 0 && rs_stamp != 0 && (d_ex[1] || d_ex[2]) ->
        rs_owner = (d_ex[1] -> 1 : 2);
-       printf("EV Deployment %d: adopts the orphaned ReplicaSet\n", rs_owner);
+       printf("EV rsadopt d=%d validating=1\n", rs_owner);
        check() }
 #endif
 #ifdef CACHE
   /* the webhooks' informer caches catch up with the live leases (each, at its own pace) */
-  :: atomic { cache[1] != l_ex[1] -> cache[1] = l_ex[1] }
-  :: atomic { cache[2] != l_ex[2] -> cache[2] = l_ex[2] }
-  :: atomic { cache[4] != l_ex[1] -> cache[4] = l_ex[1] }
-  :: atomic { cache[5] != l_ex[2] -> cache[5] = l_ex[2] }
+  :: atomic { cache[1] != l_ex[1] -> cache[1] = l_ex[1]; printf("EV cache view=0 l=1\n"); snap() }
+  :: atomic { cache[2] != l_ex[2] -> cache[2] = l_ex[2]; printf("EV cache view=0 l=2\n"); snap() }
+  :: atomic { cache[4] != l_ex[1] -> cache[4] = l_ex[1]; printf("EV cache view=1 l=1\n"); snap() }
+  :: atomic { cache[5] != l_ex[2] -> cache[5] = l_ex[2]; printf("EV cache view=1 l=2\n"); snap() }
 #else
   :: atomic { cache[1] != l_ex[1] || cache[2] != l_ex[2] || cache[4] != l_ex[1] || cache[5] != l_ex[2] ->
-       cache[1] = l_ex[1]; cache[2] = l_ex[2]; cache[4] = l_ex[1]; cache[5] = l_ex[2] }
+       cache[1] = l_ex[1]; cache[2] = l_ex[2]; cache[4] = l_ex[1]; cache[5] = l_ex[2];
+       printf("EV cache view=2 l=0\n"); snap() }
 #endif
 
   /* ================= users ================= */
   /* a Pod naming the ReplicaSet as its controller, without gate or stamp */
-  :: atomic { user > 0 && p_next < NP -> user--; printf("EV user: creates a Pod naming the ReplicaSet, ungated\n");
-       create_pod(1, 0, 0); check() }
+  :: atomic { user > 0 && p_next < NP -> user--; create_pod(A_USER, 1, 0, 0); check() }
   /* a plain Pod with the ReplicaSet's labels, no controller (the ReplicaSet may adopt it) */
-  :: atomic { user > 0 && p_next < NP -> user--; printf("EV user: creates a plain Pod with matching labels\n");
-       create_pod(0, 0, 0); check() }
+  :: atomic { user > 0 && p_next < NP -> user--; create_pod(A_USER, 0, 0, 0); check() }
   /* the gate off a Pod: only the operator may (validateManagedObject); an unstamped Pod has none */
   :: atomic { user > 0 && ((p_ex[0] && p_gate[0]) || (NP > 1 && p_ex[1] && p_gate[1])) -> user--;
        r_n = (p_ex[0] && p_gate[0] -> 0 : 1);
-       if :: p_stamp[r_n] == 0 -> p_gate[r_n] = 0 :: else -> skip fi;
+       if
+       :: p_stamp[r_n] == 0 -> printf("EV podungate by=%d slot=%d validating=1\n", A_USER, r_n); p_gate[r_n] = 0
+       :: else -> printf("EV podungate by=%d slot=%d validating=0\n", A_USER, r_n)
+       fi;
        r_n = 0;
        check() }
   /* a Deployment's replicas up: only while its lease is Active (7d); its template gate off: never (7b) */
   :: atomic { user > 0 && (d_ex[1] || d_ex[2]) -> user--;
        r_n = (d_ex[1] -> 1 : 2);
        if
-       :: d_stamp[r_n] == 0 -> d_rep[r_n] = 1; d_gate[r_n] = 0   /* unmanaged: anything goes */
-       :: d_stamp[r_n] != 0 && LIVE_ACTIVE(d_stamp[r_n]) -> d_rep[r_n] = 1
-       :: else -> skip
+       :: d_stamp[r_n] == 0 ->   /* unmanaged: anything goes */
+          printf("EV deployupdate d=%d validating=1\n", r_n); d_rep[r_n] = 1; d_gate[r_n] = 0
+       :: d_stamp[r_n] != 0 && LIVE_ACTIVE(d_stamp[r_n]) -> printf("EV deployupdate d=%d validating=1\n", r_n); d_rep[r_n] = 1
+       :: else -> printf("EV deployupdate d=%d validating=0\n", r_n)
        fi;
        r_n = 0;
        check() }
@@ -457,21 +513,24 @@ end:
   /* the Deployment deleted with orphan propagation: its ReplicaSet stays, without controller */
   :: atomic { user > 0 && (d_ex[1] || d_ex[2]) -> user--;
        r_n = (d_ex[1] -> 1 : 2);
+       printf("EV deploydelete d=%d\n", r_n);
        d_ex[r_n] = 0;
-       if :: rs_owner == r_n -> rs_owner = 0 :: else fi;
-       printf("EV user: deletes Deployment %d with orphan propagation\n", r_n);
+       /* the garbage collector takes its controller reference off the ReplicaSet: an UPDATE, allowed */
+       if :: rs_owner == r_n -> printf("EV rsorphan d=%d validating=1\n", r_n); rs_owner = 0 :: else fi;
        r_n = 0;
        check() }
 #endif
   /* the BerthLease deleted (behind its finalizer) */
   :: atomic { user > 0 && ((l_ex[1] && !l_del[1]) || (l_ex[2] && !l_del[2])) -> user--;
-       if :: l_ex[1] && !l_del[1] -> l_del[1] = 1 :: else -> l_del[2] = 1 fi;
-       printf("EV user: deletes the BerthLease\n");
+       if
+       :: l_ex[1] && !l_del[1] -> l_del[1] = 1; printf("EV leasedelete l=1\n")
+       :: else -> l_del[2] = 1; printf("EV leasedelete l=2\n")
+       fi;
        check() }
   /* a new BerthLease `web` (the second incarnation), once the first is gone */
   :: atomic { user > 0 && !l_ex[1] && !l_ex[2] && l_rv[2] == 0 && !l_del[2] && !d_ex[2] -> user--;
        l_ex[2] = 1; l_rv[2] = 1;
-       printf("EV user: creates BerthLease 2 targeting Deployment web\n");
+       printf("EV leasecreate l=2\n");
        check() }
   /* a new Deployment `web` (the second incarnation), once the first is gone: a root CREATE */
   :: atomic { user > 0 && !d_ex[1] && !d_ex[2] && d_should[2] == 0 && d_stamp[2] == 0 -> user--;
@@ -483,17 +542,18 @@ end:
 #endif
        leases_for_web();
        if
-       :: r_out == OUT_DENY -> d_should[2] = 9   /* refused: never created */
-       :: r_out == OUT_FREE -> d_ex[2] = 1; d_rep[2] = 1
+       :: r_out == OUT_DENY ->   /* refused: never created */
+          printf("EV deploycreate d=2 mutating=0 mstamp=0 validating=0\n"); d_should[2] = 9
+       :: r_out == OUT_FREE -> printf("EV deploycreate d=2 mutating=1 mstamp=0 validating=1\n"); d_ex[2] = 1; d_rep[2] = 1
        :: r_out == OUT_BOUND ->
           /* recordTarget: the live lease, same UID, not deleting, no cleanup responsibility */
           if
           :: LEASE_OK(r_l) && l_phase[r_l] == PH_NONE && l_pods[r_l] == 0 ->
+             printf("EV deploycreate d=2 mutating=1 mstamp=%d validating=1\n", r_l);
              d_ex[2] = 1; d_stamp[2] = r_l; d_gate[2] = 1; d_rep[2] = 1; l_rec[r_l] = 2; l_rv[r_l]++
-          :: else -> d_should[2] = 9
+          :: else -> printf("EV deploycreate d=2 mutating=1 mstamp=%d validating=0\n", r_l); d_should[2] = 9
           fi
        fi;
-       printf("EV user: creates Deployment 2 (stamped for lease %d, created %d)\n", d_stamp[2], d_ex[2]);
        assert(!d_ex[2] || d_should[2] == 0 || d_stamp[2] == d_should[2]);
        r_out = 0; r_l = 0; r_view = 0;
        check() }
