@@ -1164,9 +1164,20 @@ describe('admission and storage (§6.2 34)', () => {
     expect(created.spec?.template.spec?.schedulingGates).toEqual([{ name: GATE }]);
 
     await op.reconcile('store');
-    await permitted(op, 'store', 1);
+    const [running] = await permitted(op, 'store', 1);
     const active = await cluster.mustLease('store');
     expect(active.status?.workload?.phase).toBe('Active');
+    // Keep the lease Stopping: a Pod that takes long to terminate (KWOK could otherwise remove it within
+    // the deletion's own reconcile, which would then release and remove the finalizer).
+    const slow = (finalizers: string[]) =>
+      cluster.core.patchNamespacedPod(
+        { namespace: NS, name: running?.metadata?.name ?? '', body: { metadata: { finalizers } } },
+        merge,
+      );
+    await slow(['example.com/slow']);
+    cleanups.push(async () => {
+      await slow([]).catch(() => {});
+    });
     await cluster.deleteLease('store');
     await op.reconcile('store');
     expect((await cluster.mustLease('store')).status?.workload?.phase).toBe('Stopping');
@@ -1194,6 +1205,7 @@ describe('admission and storage (§6.2 34)', () => {
         ),
       ),
     ).toContain('target is immutable');
+    await slow([]);
     await drainedAway(op, 'store');
   });
 });
