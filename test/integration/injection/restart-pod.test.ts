@@ -2,9 +2,11 @@
 // loss"): the injection webhooks served from this process, registered as the leader registers them, for a
 // Pod created through the API. Kubernetes 1.36 with its default feature gates stores the injected
 // RestartAllContainers rule on berth-sidecar as written (the kubelet's side, which no KWOK node runs, is
-// the assumption docs/verification.md states). An API server with the ContainerRestartRules gate off drops
-// the rule before the validating webhook sees the Pod, and the webhook then refuses it, naming the gates,
-// instead of admitting a Pod whose restarted app would run unleased.
+// the assumption docs/verification.md states), and its scheduler places such a Pod only on a node that
+// declares RestartAllContainersOnContainerExits (NodeDeclaredFeatures), so a kubelet that would ignore the
+// rule never runs it. An API server with the ContainerRestartRules gate off drops the rule before the
+// validating webhook sees the Pod, and the webhook then refuses it, naming the gates, instead of admitting
+// a Pod whose restarted app would run unleased.
 import { AdmissionregistrationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -29,6 +31,7 @@ import { runCommand } from '../../../src/run.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { SwappableCertificates } from '../../fixtures/webhooks/certs.ts';
 import { webhookRequests } from '../../helpers/admission-probe.ts';
+import { mergePatch } from '../../helpers/api.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { rejection } from '../../helpers/rejection.ts';
@@ -79,8 +82,8 @@ afterEach(async () => {
 });
 
 /** A control plane with `apiServerFlags`, the injection webhooks served here and called by it. */
-async function clusterServingInjection(apiServerFlags: string[]): Promise<TestCluster> {
-  const cluster = await TestCluster.own({ nodes: 0, apiServerFlags });
+async function clusterServingInjection(apiServerFlags: string[], nodes = 0): Promise<TestCluster> {
+  const cluster = await TestCluster.own({ nodes, apiServerFlags });
   t = cluster;
   await cluster.createNamespace(OPERATOR_NS);
   await cluster.createNamespace(NS);
@@ -135,6 +138,36 @@ describe('restarting the Pod on a loss, on real API servers', () => {
       { action: 'RestartAllContainers', exitCodes: { operator: 'In', values: [RESTART_POD_EXIT_CODE] } },
     ]);
     expect(sidecar?.env).toContainEqual({ name: ENV.restartPodOnLoss, value: 'true' });
+  }, 90_000);
+
+  it('the scheduler places the Pod only on a node that declares RestartAllContainers', async () => {
+    const cluster = await clusterServingInjection([], 2);
+    const created = await cluster.core.createNamespacedPod({ namespace: NS, body: optedIn('web') });
+    const name = created.metadata?.name ?? '';
+    // KWOK's nodes declare no features, as a kubelet without the gate (or older than 1.35) declares none.
+    const unschedulable = await eventually(
+      async () => {
+        const pod = await cluster.core.readNamespacedPod({ namespace: NS, name });
+        const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+        return scheduled?.status === 'False' ? scheduled : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(unschedulable?.reason).toBe('Unschedulable');
+    expect(unschedulable?.message).toContain("didn't match Pod's required features");
+    const [declaring] = cluster.nodeNames;
+    await cluster.core.patchNodeStatus(
+      {
+        name: declaring ?? '',
+        body: { status: { declaredFeatures: ['RestartAllContainersOnContainerExits'] } },
+      },
+      mergePatch,
+    );
+    const bound = await eventually(
+      async () => (await cluster.core.readNamespacedPod({ namespace: NS, name })).spec?.nodeName || undefined,
+      { timeoutMs: 30_000 },
+    );
+    expect(bound).toBe(declaring);
   }, 90_000);
 
   it('an API server that drops the rule gets the Pod refused, naming the feature gates', async () => {
