@@ -4,7 +4,7 @@
 // process, as the install's ServiceAccount, serving its webhooks to the real kube-apiserver through the
 // install's webhook Service. Dev tooling: nothing of it is in the image.
 import { createWriteStream } from 'node:fs';
-import { copyFile, mkdir, rm } from 'node:fs/promises';
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CoreV1Api,
@@ -15,6 +15,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { type ControlPlane, kubeconfigYaml, startControlPlane } from '../hack/controlplane/controlplane.ts';
+import { authority } from '../hack/controlplane/pki.ts';
 import { routeServiceHere, type ServiceRoute } from '../hack/controlplane/service-route.ts';
 import {
   GROUP,
@@ -147,6 +148,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
   const ownControlPlane = options.controlPlane === undefined;
   const cp = options.controlPlane ?? (await startControlPlane({ nodes: options.nodes ?? 2, log }));
   const kubeconfigPath = join(options.dir, 'kubeconfig');
+  const centralCaPath = join(options.dir, 'central-ca.crt');
   let central: CentralServer | undefined;
   let route: ServiceRoute | undefined;
   const teardown = async (): Promise<void> => {
@@ -154,6 +156,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
     await central?.stop();
     if (ownControlPlane) await cp.stop();
     await rm(kubeconfigPath, { force: true });
+    await rm(centralCaPath, { force: true });
     await new Promise<void>((resolve) => logStream.end(resolve));
   };
   try {
@@ -169,7 +172,13 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
         { name: DEMO_NAMESPACE, body: { metadata: { labels: { [SCOPE_LABEL]: SCOPE_ENABLED } } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
-    central = await startCentralServer({ logger: logger.child({ component: 'central' }) });
+    // HTTPS only, as everywhere: the control plane's throwaway CA signs the central server's certificate,
+    // and the operator trusts it through --berth-ca-bundle-file, as an install would.
+    await writeFile(centralCaPath, cp.ca.cert);
+    central = await startCentralServer({
+      tls: await authority(cp.ca).serving(['localhost', '127.0.0.1', '::1']),
+      logger: logger.child({ component: 'central' }),
+    });
     // The install's own configuration (the Deployment's arguments and environment, as the kubelet would
     // build it), with what differs for a process on this machine instead of a Pod.
     const objects = await readInstallObjects();
@@ -181,6 +190,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
         ...installed,
         `--namespace=${OPERATOR_NAMESPACE}`,
         `--berth-api-server=${central.url}`,
+        `--berth-ca-bundle-file=${centralCaPath}`,
         `--cluster-id=${options.clusterId}`,
         '--webhook-port=0',
         '--health-probe-bind-address=127.0.0.1:0',

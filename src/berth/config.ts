@@ -8,7 +8,7 @@ import { type FlagSpec, type FlagValues, formatDuration, UsageError } from '../c
 import type { Logger } from '../observability/logger.ts';
 import { DEFAULT_STOP_LEAD_MS } from './api.ts';
 import { DEFAULT_MAX_CONCURRENT_RECONCILES } from './controller.ts';
-import { HttpLeaseClient } from './leaseclient.ts';
+import { centralUrlProblem, HttpLeaseClient } from './leaseclient.ts';
 
 export interface BerthConfig {
   /** `--berth-api-server`; '' disables the BerthLease controller. */
@@ -34,7 +34,7 @@ export const berthFlags: FlagSpec[] = [
     name: 'berth-api-server',
     kind: 'string',
     default: '',
-    help: 'Base URL of the central Berth lease API (https://...); the BerthLease controller runs only when it is set',
+    help: 'Base URL of the central Berth lease API, https:// only (the bearer token never crosses the network in clear text); the BerthLease controller runs only when it is set',
     env: 'BERTH_API_SERVER',
   },
   {
@@ -110,18 +110,8 @@ const HOLDER_MAX_BYTES = 253;
 const MAX_STOP_LEAD_MS = 600_000;
 
 const apiServer = z.string().superRefine((value, ctx) => {
-  if (value === '') return;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be an absolute URL, e.g. https://berth.example.com' });
-    return;
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    ctx.addIssue({ code: 'custom', message: 'must be an https:// (or http://) URL' });
-  else if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '')
-    ctx.addIssue({ code: 'custom', message: 'must not carry credentials, a query or a fragment' });
+  const problem = value === '' ? undefined : centralUrlProblem(value);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
 });
 
 const schema = z

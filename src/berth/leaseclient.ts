@@ -3,17 +3,14 @@
 // over HTTPS with an optional extra CA bundle, SNI override or (development only) no verification.
 // Every request is bounded by a per-request timeout and by the caller's AbortSignal.
 import { readFile } from 'node:fs/promises';
-import type { ClientRequest, Agent as HttpAgentType, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { getCACertificates } from 'node:tls';
 import { type Clock, realClock } from '../kube/clock.ts';
 import type { Logger } from '../observability/logger.ts';
 
 // The injected helper (src/helper/) runs this client in every opted-in Pod, so it loads nothing beyond
-// Node's own modules and the clock: no zod (about 18 MiB of RSS), no pino at run time, and node:http
-// through getBuiltinModule, because an ESM import of it also loads undici's WebSocket (about 8 MiB;
-// docs/helper.md).
-const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule('node:http');
+// Node's own modules and the clock: no zod (about 18 MiB of RSS), no pino at run time (docs/helper.md).
 
 /** Per-request default (`client.DefaultTimeout`). */
 export const CLIENT_DEFAULT_TIMEOUT_MS = 10_000;
@@ -249,6 +246,27 @@ export class TokenSource {
 // ---------------------------------------------------------------------------------------------------
 // HTTP implementation
 
+/**
+ * Why a central API URL cannot be used, or undefined when it can. HTTPS only, as in Go, with no escape
+ * hatch: every operator replica and every injected Pod sends its bearer token with each call
+ * (docs/behaviour.md §3.1). The one rule for the operator's flag, the helper's configuration and the
+ * client itself.
+ */
+export function centralUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URL, e.g. https://berth.example.com';
+  }
+  if (url.protocol === 'http:')
+    return 'must be an https:// URL, not http://: the bearer token would cross the network in clear text';
+  if (url.protocol !== 'https:') return 'must be an https:// URL, e.g. https://berth.example.com';
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '')
+    return 'must not carry credentials, a query or a fragment';
+  return undefined;
+}
+
 export interface HttpLeaseClientOptions {
   /** Base URL of the central API (`--berth-api-server`), e.g. `https://berth.example.com`. */
   baseUrl: string;
@@ -286,7 +304,7 @@ export class HttpLeaseClient implements LeaseClient {
   readonly #base: URL | undefined;
   readonly #tokens: TokenSource;
   readonly #timeoutMs: number;
-  readonly #agent: HttpAgentType | HttpsAgent | undefined;
+  readonly #agent: HttpsAgent | undefined;
 
   constructor(options: HttpLeaseClientOptions) {
     this.#tokens = new TokenSource(options);
@@ -296,23 +314,11 @@ export class HttpLeaseClient implements LeaseClient {
       this.#agent = undefined;
       return;
     }
-    let base: URL;
-    try {
-      base = new URL(options.baseUrl);
-    } catch {
-      throw new Error(`invalid berth API server URL ${JSON.stringify(options.baseUrl)}`);
-    }
-    if (base.protocol !== 'https:' && base.protocol !== 'http:')
-      throw new Error(
-        `invalid berth API server URL ${JSON.stringify(options.baseUrl)}: want https:// or http://`,
-      );
-    if (base.username !== '' || base.password !== '' || base.search !== '' || base.hash !== '')
-      throw new Error('invalid berth API server URL: credentials, query and fragment are not allowed');
+    const problem = centralUrlProblem(options.baseUrl);
+    if (problem !== undefined)
+      throw new Error(`invalid berth API server URL ${JSON.stringify(options.baseUrl)}: ${problem}`);
+    const base = new URL(options.baseUrl);
     this.#base = base;
-    if (base.protocol === 'http:') {
-      this.#agent = new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS });
-      return;
-    }
     if (options.insecureSkipTlsVerify) {
       options.logger?.warn(
         { url: base.origin },
@@ -470,8 +476,7 @@ export class HttpLeaseClient implements LeaseClient {
       callerSignal?.addEventListener('abort', onAbort, { once: true });
 
       const attempt = (retried: boolean): void => {
-        const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-        const current = send(url, { method, headers, agent: this.#agent });
+        const current = httpsRequest(url, { method, headers, agent: this.#agent });
         req = current;
         let answered = false;
         current.on('error', (err: NodeJS.ErrnoException) => {

@@ -1,7 +1,7 @@
 // startCentralServer(): the embedded central lease API (HTTPS, or plain HTTP when no certificate is
 // given, for tests), its TTL collector, the cached readiness probe and an optional plain-HTTP metrics
 // listener. Used by `berth-operator central`, by tests, and by `npm start`'s local system.
-import { createServer as createHttpServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
@@ -25,8 +25,8 @@ export const SHUTDOWN_GRACE_MS = 5_000;
 export interface CentralServerOptions {
   /** `[host]:port`; port 0 picks a free one. Default `127.0.0.1:0`. */
   listen?: string;
-  /** PEM serving certificate and key; plain HTTP when omitted. */
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** PEM serving certificate and key: HTTPS only, as the clients accept nothing else (docs/behaviour.md §3.9). */
+  tls: { cert: string | Buffer; key: string | Buffer };
   /** Default `none`. */
   authMode?: AuthMode;
   /** Key file for `static-keys`. */
@@ -105,7 +105,7 @@ function urlHost(info: AddressInfo): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-export async function startCentralServer(options: CentralServerOptions = {}): Promise<CentralServer> {
+export async function startCentralServer(options: CentralServerOptions): Promise<CentralServer> {
   const clock = options.clock ?? realClock;
   const logger = options.logger ?? createLogger({ name: 'central' });
   const registry = options.registry ?? createRegistry();
@@ -131,9 +131,10 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
     logger,
   });
 
-  const server: Server = options.tls
-    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, handler)
-    : createHttpServer(handler);
+  const server: Server = createHttpsServer(
+    { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' },
+    handler,
+  );
   server.headersTimeout = READ_HEADER_TIMEOUT_MS;
   server.requestTimeout = 30_000;
   const sockets = new Set<Socket>();
@@ -147,7 +148,7 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
     auth.close();
     throw err;
   });
-  const url = `${options.tls ? 'https' : 'http'}://${urlHost(info)}:${info.port}`;
+  const url = `https://${urlHost(info)}:${info.port}`;
 
   let probes: ProbeServer | undefined;
   let metricsUrl: string | undefined;
@@ -181,10 +182,7 @@ export async function startCentralServer(options: CentralServerOptions = {}): Pr
     auth.close();
     throw err;
   }
-  logger.info(
-    { url, metricsUrl, store: store.backend, tls: options.tls !== undefined },
-    'central lease API serving',
-  );
+  logger.info({ url, metricsUrl, store: store.backend }, 'central lease API serving');
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {

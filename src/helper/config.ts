@@ -1,6 +1,8 @@
 // The helper's configuration, as the Go helper builds it (docs/helper.md §2): the BERTH_*/POD_* environment
 // the webhook sets, then the flags given on the command line, then defaults and validation with the Go
 // helper's rules and messages. Pure: no I/O, so every rule is tested without a process.
+
+import { centralUrlProblem } from '../berth/leaseclient.ts';
 import { type FlagValues, formatDuration } from '../cli.ts';
 import {
   DEFAULT_INJECTION_PROBE_PORT,
@@ -253,6 +255,9 @@ export function resolveConfig(raw: RawHelperConfig): HelperConfig {
     );
   if (raw.enforceGraceSeconds < 0) fail('enforce grace must not be negative');
   if (raw.apiServer === '') fail('api server URL is required');
+  const urlProblem = centralUrlProblem(raw.apiServer);
+  if (urlProblem !== undefined)
+    fail(`api server URL ${JSON.stringify(raw.apiServer)} (--api-server or ${ENV.apiServer}) ${urlProblem}`);
   if (raw.apiKey !== '' && raw.apiKeyFile !== '') fail('api key and api key file are mutually exclusive');
   const probePort = raw.probePort ?? DEFAULT_INJECTION_PROBE_PORT;
   if (probePort < 0 || probePort > 65_535) fail(`probe port ${probePort} is not a TCP port (0-65535)`);

@@ -63,7 +63,7 @@ export const HELPER_CONFIG_FLAGS: FlagSpec[] = [
     'state-dir',
     `shared volume for the lease state and the health marker (overrides ${ENV.stateDir}; default: ${DEFAULT_STATE_DIR})`,
   ),
-  string('api-server', `central lease API base URL (overrides ${ENV.apiServer})`),
+  string('api-server', `central lease API base URL, https:// only (overrides ${ENV.apiServer})`),
   string(
     'api-key',
     `static bearer token, visible in ps: prefer --api-key-file (overrides ${ENV.apiKey}; exclusive with --api-key-file)`,

@@ -1,7 +1,8 @@
 // Central lease API benchmark: acquire and renew latency (p50/p99) and throughput per store backend at
 // two sizes (100 and 2,000 leases, the Go project's sizing target; --quick: 20 and 200), side by side
-// in one run. Each backend is served by an in-process central server over plain HTTP with keep-alive
-// connections and a fixed number of requests in flight, so the figures compare the stores, not TLS.
+// in one run. Each backend is served by an in-process central server over HTTPS (it serves nothing else)
+// with keep-alive connections and a fixed number of requests in flight: TLS is paid once per connection,
+// so the figures compare the stores.
 // Backends: mem, postgres (BERTH_TEST_PG_DSN, or a throwaway cluster started by .ci/postgres.sh;
 // skipped with a warning when neither works), k8s against a real kube-apiserver and etcd on this machine
 // (hack/controlplane; the store acts as the admin) with the default client-side limit (500 qps / burst
@@ -9,7 +10,7 @@
 // database and an API server would; client and central server share this one. The k8s figures are those
 // of a real API server (etcd writes, admission, authorization), no longer of the in-memory sandbox.
 // Baseline in the same run: the lease manager on the memory store called directly, no HTTP (the floor).
-import { Agent, request } from 'node:http';
+import { Agent, request } from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { K8sLeaseStore } from '../../src/central/k8sstore.ts';
 import { LeaseManager } from '../../src/central/manager.ts';
@@ -18,6 +19,7 @@ import { startCentralServer } from '../../src/central/server.ts';
 import { SqlStore } from '../../src/central/sql/store.ts';
 import type { Store } from '../../src/central/store.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import { testPostgres } from '../integration/central/postgres.ts';
 import { adminKubeConfig, benchControlPlane, describeServer } from './controlplane.ts';
 
@@ -100,7 +102,12 @@ interface Target {
 }
 
 async function httpTarget(store: Store, concurrency: number): Promise<Target> {
-  const server = await startCentralServer({ store, logger: createLogger({ level: 'silent' }), gc: false });
+  const server = await startCentralServer({
+    tls: await centralTls(),
+    store,
+    logger: createLogger({ level: 'silent' }),
+    gc: false,
+  });
   const client = httpClient(server.url, concurrency);
   const path = (round: string, i: number, op: string) =>
     `/v1alpha1/namespaces/bench-${round}/leases/lease-${i}/${op}`;

@@ -14,6 +14,7 @@
 import { AppsV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
 import { appDeployment, deploymentLease, GATE } from '../integration/managed/harness.ts';
 import { NS, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
@@ -81,7 +82,10 @@ async function replica(
 }
 
 async function leaderFailover(o: FailoverBenchOptions, log: (msg: string) => void): Promise<Figures> {
-  const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+  const central = await startCentralServer({
+    tls: await centralTls(),
+    logger: createLogger({ level: 'silent' }),
+  });
   const cluster = await OperatorCluster.start();
   stopAtExit(cluster.t.controlPlane);
   const ops: OperatorProcess[] = [];
@@ -154,7 +158,10 @@ const ungated = (pod: V1Pod): boolean =>
   !(pod.spec?.schedulingGates ?? []).some((g) => g.name === GATE);
 
 async function managedFailover(o: FailoverBenchOptions, log: (msg: string) => void): Promise<Figures> {
-  const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+  const central = await startCentralServer({
+    tls: await centralTls(),
+    logger: createLogger({ level: 'silent' }),
+  });
   const clusters: OperatorCluster[] = [];
   const ops = new Map<OperatorCluster, OperatorProcess>();
   try {

@@ -17,6 +17,7 @@ import { Informer } from '../../src/kube/informer.ts';
 import { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { berthLease } from '../fixtures/webhooks/objects.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import { shippedEnv } from '../helpers/image.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
 import { NS, OPERATOR_USER, OperatorCluster } from '../integration/reliability/operator-cluster.ts';
@@ -59,7 +60,10 @@ async function one(
   entry: Entry,
   log: (msg: string) => void,
 ): Promise<Figures> {
-  const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+  const central = await startCentralServer({
+    tls: await centralTls(),
+    logger: createLogger({ level: 'silent' }),
+  });
   let cluster: OperatorCluster | undefined;
   let operator: OperatorProcess | undefined;
   let api: AdminApi | undefined;

@@ -39,6 +39,7 @@ import {
 } from '../../src/berth/api.ts';
 import { startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { shippedEnv } from '../helpers/image.ts';
 import type { OperatorProcess } from '../helpers/operator-process.ts';
@@ -189,7 +190,10 @@ export async function benchPodAdmission(
   out.operator_env = Object.entries(env)
     .map(([k, v]) => `${k}=${v}`)
     .join(' ');
-  const central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+  const central = await startCentralServer({
+    tls: await centralTls(),
+    logger: createLogger({ level: 'silent' }),
+  });
   // Another cluster holds the managed lease for the whole run: ours is its quiet standby.
   await central.manager.acquire({ namespace: NS, name: LEASE }, OTHER_CLUSTER, 3_600_000);
   const cluster = await OperatorCluster.start();

@@ -12,6 +12,7 @@ import type { Manager } from '../../src/kube/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { buildOperator, runCommand } from '../../src/run.ts';
 import { BerthLeaseBuilder } from '../builders/berthlease.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
 import { type E2eTarget, e2eTarget, skipReason } from './env.ts';
@@ -33,7 +34,10 @@ describe.skipIf(skip)('lease-only BerthLease on a real cluster', () => {
     cluster = new E2eCluster('cluster', target.kubeconfigs[0]!);
     await cluster.installCrd();
     await cluster.createNamespace(NS);
-    central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+    central = await startCentralServer({
+      tls: await centralTls(),
+      logger: createLogger({ level: 'silent' }),
+    });
     const flags = parseFlags(runCommand, [
       `--namespace=${NS}`,
       `--berth-api-server=${central.url}`,

@@ -20,6 +20,7 @@ import {
 import { findCondition } from '../../src/berth/status.ts';
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import { IN_SCOPE } from '../helpers/cluster.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { E2eCluster, mergePatch, RUN_ID } from './cluster.ts';
@@ -82,7 +83,10 @@ describe.skipIf(skip)('managed workloads on a real cluster', () => {
     cluster = new E2eCluster('east', target.kubeconfigs[0]!);
     await cluster.installCrd();
     await cluster.createNamespace(NS, IN_SCOPE);
-    central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+    central = await startCentralServer({
+      tls: await centralTls(),
+      logger: createLogger({ level: 'silent' }),
+    });
     operator = await E2eOperator.install(cluster, {
       prefix: PREFIX,
       appNamespaces: [NS],

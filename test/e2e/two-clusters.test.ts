@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findCondition } from '../../src/berth/status.ts';
 import { type CentralServer, startCentralServer } from '../../src/central/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import { IN_SCOPE } from '../helpers/cluster.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { berthLeaseRef, E2eCluster, RUN_ID } from './cluster.ts';
@@ -55,7 +56,10 @@ describe.skipIf(skip)('one managed Deployment in two real clusters', () => {
   };
 
   beforeAll(async () => {
-    central = await startCentralServer({ logger: createLogger({ level: 'silent' }) });
+    central = await startCentralServer({
+      tls: await centralTls(),
+      logger: createLogger({ level: 'silent' }),
+    });
     target = await e2eTarget(2);
     const { kubeconfigs, webhookHost } = target;
     const both = NAMES.map((name, i) => new E2eCluster(name, kubeconfigs[i]!));

@@ -1,5 +1,5 @@
-// A fault-injecting front for the central lease API: a plain-HTTP proxy (what the lease client uses
-// against the embedded central server in the integration tests) in front of a real central server,
+// A fault-injecting front for the central lease API: an HTTPS proxy (with the tests' central certificate,
+// ./central-tls.ts) in front of a real central server,
 // whose behaviour a test switches at runtime. Point the operator's --berth-api-server at `front.url`.
 //
 //   const front = await CentralFaultFront.start(central.url);
@@ -19,8 +19,10 @@
 //                    has passed on unchanged for the lease (the one its holder holds or last held)
 //   wrong-holder     the real answer, naming `holder` as the holder (acquired stays true)
 // `/healthz` and `/readyz` go through the same faults (a down or reset central fails its probes too).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { type CentralTls, centralTls } from './central-tls.ts';
 
 export type CentralFault =
   | { kind: 'down' }
@@ -66,6 +68,7 @@ export class CentralFaultFront {
   readonly url: string;
   readonly #upstream: string;
   readonly #port: number;
+  readonly #tls: CentralTls;
   #server: Server;
   readonly #sockets = new Set<Socket>();
   #fault: { fault: CentralFault; match: FaultMatch } | undefined;
@@ -77,20 +80,22 @@ export class CentralFaultFront {
   #requests = 0;
   #stopped = false;
 
-  private constructor(upstream: string, server: Server, port: number) {
+  private constructor(upstream: string, server: Server, port: number, tls: CentralTls) {
     this.#upstream = upstream.replace(/\/+$/, '');
     this.#server = server;
     this.#port = port;
-    this.url = `http://127.0.0.1:${port}`;
+    this.#tls = tls;
+    this.url = `https://127.0.0.1:${port}`;
   }
 
   static async start(upstream: string): Promise<CentralFaultFront> {
-    const server = createServer();
+    const tls = await centralTls();
+    const server = createServer({ cert: tls.cert, key: tls.key });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
     });
-    const front = new CentralFaultFront(upstream, server, (server.address() as AddressInfo).port);
+    const front = new CentralFaultFront(upstream, server, (server.address() as AddressInfo).port, tls);
     front.#attach(server);
     return front;
   }
@@ -162,7 +167,7 @@ export class CentralFaultFront {
   }
 
   async #listen(): Promise<void> {
-    const server = createServer();
+    const server = createServer({ cert: this.#tls.cert, key: this.#tls.key });
     this.#attach(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

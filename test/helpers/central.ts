@@ -7,6 +7,7 @@ import type { Store } from '../../src/central/store.ts';
 import type { Clock } from '../../src/kube/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/observability/metrics.ts';
+import { centralTls } from './central-tls.ts';
 
 /** A memory store that fails every call while `down` (the central answers 500 and readyz 503). */
 export class OutageStore implements Store {
@@ -37,18 +38,23 @@ export class OutageStore implements Store {
 export interface Central {
   server: CentralServer;
   store: OutageStore;
+  /** `https://127.0.0.1:<port>`. */
   url: string;
+  /** The CA of its certificate, for child processes (this one trusts it: central-tls.ts). */
+  caFile: string;
   stop(): Promise<void>;
 }
 
 export async function startCentral(clock?: Clock): Promise<Central> {
   const store = new OutageStore();
+  const tls = await centralTls();
   const server = await startCentralServer({
+    tls,
     store,
     logger: createLogger({ level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' }),
     registry: createRegistry({ defaultMetrics: false }),
     gc: false,
     ...(clock === undefined ? {} : { clock }),
   });
-  return { server, store, url: server.url, stop: () => server.stop() };
+  return { server, store, url: server.url, caFile: tls.caFile, stop: () => server.stop() };
 }

@@ -12,6 +12,7 @@ import { NodeTaintGuard, nodeTaintFlags, parseNodeTaintConfig } from '../../src/
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/observability/metrics.ts';
 import { CentralFaultFront } from '../helpers/central-faults.ts';
+import { centralTls } from '../helpers/central-tls.ts';
 import { InvariantMonitor } from '../helpers/invariants.ts';
 import {
   createManagedOperator,
@@ -76,6 +77,7 @@ async function stopSite(site: Site): Promise<void> {
 
 export async function startWorld(): Promise<World> {
   const central = await startCentralServer({
+    tls: await centralTls(),
     logger: createLogger({ level: 'silent' }),
     registry: createRegistry({ defaultMetrics: false }),
   });

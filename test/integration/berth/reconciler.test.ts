@@ -4,7 +4,8 @@
 // control plane, with namespaces of its own. The reconciler and the central server share one
 // ManualClock, so TTLs and requeues are decided without sleeping; reconciles are run one at a time
 // (as the Go tests call Reconcile), the controller itself is exercised in controller.test.ts.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +17,7 @@ import { findCondition, formatTime } from '../../../src/berth/status.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { KubeTransport } from '../../../src/kube/transport.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { type Central, Cluster, createOperator, type Operator, spec, startCentral } from './harness.ts';
 
 let cluster: Cluster;
@@ -513,9 +515,10 @@ describe('BerthLease reconciler against the API server and the central server', 
   });
 });
 
-/** An HTTP server that accepts requests and never answers. */
+/** An HTTPS server that accepts requests and never answers. */
 async function hangingServer(): Promise<{ url: string }> {
-  const server: Server = createServer(() => {});
+  const tls = await centralTls();
+  const server: Server = createServer({ cert: tls.cert, key: tls.key }, () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanups.push(
     () =>
@@ -524,5 +527,5 @@ async function hangingServer(): Promise<{ url: string }> {
         server.close(() => resolve());
       }),
   );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }

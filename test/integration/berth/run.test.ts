@@ -97,6 +97,8 @@ describe('berth-operator run with --berth-api-server', () => {
         '--node-taint-guard=false',
         '--berth-api-server',
         central.url,
+        '--berth-ca-bundle-file',
+        central.caFile,
       ],
       { BERTH_CLUSTER_ID: 'cluster-east', BERTH_API_KEY: secret },
     );

@@ -20,6 +20,7 @@ import {
 } from '../../../src/kube/transport.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { ApiProxy } from '../../helpers/api-proxy.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { runStoreConformance } from '../../unit/central/store-conformance.ts';
@@ -336,6 +337,7 @@ describe('k8s lease store', () => {
   it('serves /readyz from a List of the coordination namespace', async () => {
     const namespace = await createNamespace();
     const server = await startCentralServer({
+      tls: await centralTls(),
       store: open(namespace),
       logger: quiet,
       gc: false,
@@ -398,6 +400,7 @@ describe('k8s lease store: interchangeable with the Go server', () => {
       goLease('pipeline.released', released, { holder: '', acquired: BEFORE, renewed: AT, token: 5 }, 3),
     );
     const server = await startCentralServer({
+      tls: await centralTls(),
       store: open(namespace),
       clock: new ManualClock(T0 + 5_000),
       logger: quiet,
@@ -695,7 +698,7 @@ describe('k8s lease store: keys and names', () => {
   it('refuses a key too long for an object name: 400 from the API and an error from the store, naming the limit; nothing written', async () => {
     const namespace = await createNamespace();
     const store = open(namespace);
-    const server = await startCentralServer({ store, logger: quiet, gc: false });
+    const server = await startCentralServer({ tls: await centralTls(), store, logger: quiet, gc: false });
     try {
       expect(await call(server.url, tooLong, 'acquire', { holder: 'cluster-east', ttlSeconds: 30 })).toEqual({
         status: 400,
@@ -773,7 +776,7 @@ describe('k8s lease store: keys and names', () => {
       `lease ${legacyObjectName(squatted)} holds ["pipeline","ingest"]`,
     );
     expect(await store.list()).toEqual([]);
-    const server = await startCentralServer({ store, logger: quiet, gc: false });
+    const server = await startCentralServer({ tls: await centralTls(), store, logger: quiet, gc: false });
     try {
       expect(
         await call(server.url, key, 'acquire', { holder: 'cluster-east', ttlSeconds: 30 }),

@@ -3,10 +3,12 @@
 // abort signals, typed 409s and errors that carry status and server message.
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import { createServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createTlsServer } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Authority, createAuthority, type KeyPair } from '../../../hack/controlplane/pki.ts';
 import { berthFlags, leaseClientFor, parseBerthConfig } from '../../../src/berth/config.ts';
@@ -41,7 +43,7 @@ let dir: string;
 let caFile: string;
 const servers: CentralServer[] = [];
 const clients: HttpLeaseClient[] = [];
-const plain: Server[] = [];
+const fakes: Server[] = [];
 const TOKEN_A = 'token-a-for-cluster-east';
 const TOKEN_B = 'token-b-for-cluster-east';
 
@@ -59,7 +61,7 @@ afterEach(async () => {
   for (const c of clients.splice(0)) c.close();
   await Promise.all(servers.splice(0).map((s) => s.stop()));
   await Promise.all(
-    plain.splice(0).map(
+    fakes.splice(0).map(
       (s) =>
         new Promise<void>((resolve) => {
           s.close(() => resolve());
@@ -69,7 +71,10 @@ afterEach(async () => {
   );
 });
 
-async function central(options: CentralServerOptions = {}, tls: KeyPair = serving): Promise<CentralServer> {
+async function central(
+  options: Omit<CentralServerOptions, 'tls'> = {},
+  tls: KeyPair = serving,
+): Promise<CentralServer> {
   const server = await startCentralServer({
     tls: { cert: tls.cert, key: tls.key },
     logger: createLogger({ level: 'silent' }),
@@ -85,6 +90,10 @@ function client(options: HttpLeaseClientOptions): HttpLeaseClient {
   clients.push(c);
   return c;
 }
+
+/** A client of a `fakeServer` (or any server of the test CA). */
+const fakeClient = (options: HttpLeaseClientOptions): HttpLeaseClient =>
+  client({ caBundle: ca.cert, ...options });
 
 async function failure(p: Promise<unknown>): Promise<LeaseClientError> {
   try {
@@ -124,13 +133,14 @@ function stalledStore(): { store: Store; release: () => void; reads: () => numbe
   };
 }
 
-async function plainServer(
+/** An HTTPS server of the test CA answering with `handler` (the client is given the CA: `fakeClient`). */
+async function fakeServer(
   handler: (req: { method?: string; url?: string; headers: IncomingHttpHeaders; body: string }) => {
     status: number;
     body?: string;
   },
 ): Promise<string> {
-  const server = createServer((req, res) => {
+  const server = createServer({ cert: serving.cert, key: serving.key }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -144,9 +154,9 @@ async function plainServer(
       res.end(out.body ?? '');
     });
   });
-  plain.push(server);
+  fakes.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 describe('HttpLeaseClient against the embedded server', () => {
@@ -354,7 +364,7 @@ describe('bearer tokens', () => {
 describe('wire format', () => {
   it('posts JSON with the bearer header only when there is a token', async () => {
     const seen: Array<{ method?: string; url?: string; headers: IncomingHttpHeaders; body: string }> = [];
-    const url = await plainServer((req) => {
+    const url = await fakeServer((req) => {
       seen.push(req);
       return req.url?.endsWith('/release')
         ? { status: 204 }
@@ -363,7 +373,7 @@ describe('wire format', () => {
             body: '{"acquired":true,"holder":"h","fencingToken":3,"expiresAt":"2026-09-07T10:00:30.123456789Z","acquiredAt":"2026-09-07T10:00:00Z"}',
           };
     });
-    const withKey = client({ baseUrl: `${url}/prefix/`, apiKey: 'k1' });
+    const withKey = fakeClient({ baseUrl: `${url}/prefix/`, apiKey: 'k1' });
     expect(await withKey.acquire('ns', 'a b', 'h', 30)).toEqual({
       acquired: true,
       holder: 'h',
@@ -372,7 +382,7 @@ describe('wire format', () => {
       acquiredAt: Date.UTC(2026, 8, 7, 10),
     });
     await withKey.renew('ns', 'n', 'h', 3, 15);
-    await client({ baseUrl: url }).release('ns', 'n', 'h', 3);
+    await fakeClient({ baseUrl: url }).release('ns', 'n', 'h', 3);
     expect(seen.map((r) => [r.method, r.url, r.body])).toEqual([
       ['POST', '/prefix/v1alpha1/namespaces/ns/leases/a%20b/acquire', '{"holder":"h","ttlSeconds":30}'],
       [
@@ -388,8 +398,8 @@ describe('wire format', () => {
   });
 
   it('reports an unreadable success response as a protocol error', async () => {
-    const url = await plainServer(() => ({ status: 200, body: '<html>oops</html>' }));
-    const err = await failure(client({ baseUrl: url }).acquire('ns', 'n', 'h', 30));
+    const url = await fakeServer(() => ({ status: 200, body: '<html>oops</html>' }));
+    const err = await failure(fakeClient({ baseUrl: url }).acquire('ns', 'n', 'h', 30));
     expect(err).toMatchObject({
       kind: 'protocol',
       status: 200,
@@ -449,7 +459,7 @@ describe('bounds', () => {
 describe('kept-alive connections', () => {
   it('retries once on a new connection when the server dropped an idle kept-alive one', async () => {
     const connections: Socket[] = [];
-    const server = createNetServer((socket) => {
+    const server = createTlsServer({ cert: serving.cert, key: serving.key }, (socket) => {
       const index = connections.push(socket) - 1;
       let requests = 0;
       socket.on('data', (data: Buffer) => {
@@ -466,7 +476,7 @@ describe('kept-alive connections', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const c = client({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      const c = fakeClient({ baseUrl: `https://127.0.0.1:${(server.address() as AddressInfo).port}` });
       await c.ping();
       await c.ping();
       expect(connections).toHaveLength(2);
@@ -487,11 +497,11 @@ describe('ping', () => {
 
   it('fails on a non-2xx answer', async () => {
     const paths: string[] = [];
-    const url = await plainServer((req) => {
+    const url = await fakeServer((req) => {
       paths.push(`${req.method} ${req.url}`);
       return { status: 503, body: 'not ready\n' };
     });
-    const err = await failure(client({ baseUrl: url }).ping());
+    const err = await failure(fakeClient({ baseUrl: url }).ping());
     expect(err).toMatchObject({ status: 503, message: 'ping: server status 503: not ready' });
     expect(paths).toEqual(['GET /healthz']);
   });

@@ -9,6 +9,7 @@ import { SQL_DRIVERS } from '../../../src/central/sql/dialect.ts';
 import { SqlStore } from '../../../src/central/sql/store.ts';
 import type { Store } from '../../../src/central/store.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { type Hold, historyViolations, runContention } from './contention.ts';
 import { sqlTestDatabase } from './sql-databases.ts';
@@ -22,7 +23,14 @@ async function contend(stores: Store[]): Promise<Awaited<ReturnType<typeof runCo
   try {
     // Collect as soon as a lease expires, so the collectors race the holders too.
     for (const store of stores)
-      servers.push(await startCentralServer({ store, logger: quiet, gc: { intervalMs: 50, graceMs: 0 } }));
+      servers.push(
+        await startCentralServer({
+          tls: await centralTls(),
+          store,
+          logger: quiet,
+          gc: { intervalMs: 50, graceMs: 0 },
+        }),
+      );
     return await runContention(
       servers.map((s) => s.url),
       OPTIONS,

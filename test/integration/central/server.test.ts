@@ -17,6 +17,7 @@ import type { Store } from '../../../src/central/store.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { logSink, type RawRequest, rawClient } from './http-client.ts';
 
 let ca: Authority;
@@ -39,7 +40,7 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.stop()));
 });
 
-async function start(options: CentralServerOptions = {}) {
+async function start(options: Omit<CentralServerOptions, 'tls'> = {}) {
   const sink = logSink();
   const server = await startCentralServer({
     tls: { cert: serving.cert, key: serving.key },
@@ -464,13 +465,16 @@ describe('central lease API: keys, metrics', () => {
     expect((await rawClient(server.metricsUrl!)('/healthz')).status).toBe(200);
   });
 
-  it('serves plain HTTP when no certificate is given', async () => {
+  it('serves HTTPS only: a plain-HTTP request gets no HTTP answer', async () => {
     const server = await startCentralServer({
+      tls: await centralTls(),
       logger: createLogger({ level: 'silent' }),
       registry: createRegistry({ defaultMetrics: false }),
     });
     servers.push(server);
-    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect((await rawClient(server.url)('/healthz')).body).toBe('ok\n');
+    const clearText = server.url.replace(/^https:/, 'http:');
+    await expect(rawClient(clearText)('/healthz')).rejects.toThrow(/socket hang up|ECONNRESET|Parse Error/);
   });
 });

@@ -11,6 +11,7 @@ import { SqlStore, type SqlStoreOptions } from '../../../src/central/sql/store.t
 import { decodeInstant } from '../../../src/central/sql/values.ts';
 import { ManualClock } from '../../../src/kube/clock.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { runStoreConformance } from '../../unit/central/store-conformance.ts';
 import { type IsolatedDatabase, sqlTestDatabase } from './sql-databases.ts';
@@ -366,6 +367,7 @@ for (const driver of SQL_DRIVERS) {
         await withDatabase(async (d, open) => {
           const store = await open();
           const server = await startCentralServer({
+            tls: await centralTls(),
             store,
             logger: quiet,
             gc: false,

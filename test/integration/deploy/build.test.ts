@@ -11,6 +11,7 @@ import { build, checkOutDir, OutDirError } from '../../../scripts/build.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { shippedEnv } from '../../helpers/image.ts';
 import { stopOperatorProcesses } from '../../helpers/operator-process.ts';
@@ -26,6 +27,7 @@ beforeAll(async () => {
   main = build(OUT);
   cluster = await OperatorCluster.start();
   central = await startCentralServer({
+    tls: await centralTls(),
     logger: createLogger({ level: 'silent' }),
     registry: createRegistry({ defaultMetrics: false }),
   });

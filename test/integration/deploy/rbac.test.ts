@@ -20,6 +20,7 @@ import { type CentralServer, startCentralServer } from '../../../src/central/ser
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { ApiProxy, describeRequest, type RecordedRequest } from '../../helpers/api-proxy.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { type ServiceAccountUser, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import {
@@ -146,6 +147,7 @@ beforeAll(async () => {
   rules = operatorRules(applied);
   proxy = await ApiProxy.start(t);
   central = await startCentralServer({
+    tls: await centralTls(),
     logger: createLogger({ level: 'silent' }),
     registry: createRegistry({ defaultMetrics: false }),
     gc: false,

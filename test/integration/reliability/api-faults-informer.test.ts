@@ -53,7 +53,7 @@ beforeAll(async () => {
   // Only the caches run: no reconcile ever calls the lease client.
   leases = new BerthLeaseController({
     transport,
-    leaseClient: new HttpLeaseClient({ baseUrl: 'http://127.0.0.1:9' }),
+    leaseClient: new HttpLeaseClient({ baseUrl: 'https://127.0.0.1:9' }),
     clusterIdentity: 'cluster-east',
     operatorNamespace: OPERATOR_NS,
     informerClock: clock,

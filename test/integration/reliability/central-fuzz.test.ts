@@ -3,7 +3,7 @@
 // other routes Go-ServeMux-style text, and the server keeps serving and stays consistent afterwards.
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { matchRoute } from '../../../src/central/http.ts';
 import { type CentralServer, startCentralServer } from '../../../src/central/server.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 400);
 const TENANT = 'east';
@@ -33,6 +34,7 @@ beforeAll(async () => {
   const keys = join(dir, 'keys');
   await writeFile(keys, `${TENANT}:${createHash('sha256').update(KEY).digest('hex')}\n`);
   central = await startCentralServer({
+    tls: await centralTls(),
     logger: createLogger({ level: 'info', destination: memory }),
     authMode: 'static-keys',
     apiKeysFile: keys,

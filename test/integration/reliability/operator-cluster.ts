@@ -152,6 +152,8 @@ export class OperatorCluster {
       '--node-taint-guard=false',
       '--drain-window=0s',
       `--berth-api-server=${(o.central ?? this.central).url}`,
+      // Every central server and fault front of this process has a certificate of one CA (central-tls.ts).
+      `--berth-ca-bundle-file=${this.central.caFile}`,
       `--cluster-id=${o.central?.clusterId ?? 'test-cluster'}`,
       ...(o.args ?? []),
     ];

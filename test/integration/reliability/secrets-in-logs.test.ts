@@ -24,6 +24,7 @@ import {
   mutatingWebhookConfiguration,
   validatingWebhookConfiguration,
 } from '../../../webhooks/configurations.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { type ServiceAccountUser, TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { createObjects } from './operator-cluster.ts';
@@ -143,7 +144,10 @@ describe('secrets stay out of logs and metrics', () => {
       name: 'berth-operator',
       destination: { write: (line: string) => void localLines.push(line) },
     });
-    central = await startCentralServer({ logger: logger.child({ component: 'central' }) });
+    central = await startCentralServer({
+      tls: await centralTls(),
+      logger: logger.child({ component: 'central' }),
+    });
     const local = startOperator(logger, [`--berth-api-server=${central.url}`, '--cluster-id=cluster-local']);
     stopOperator = async () => {
       local.manager.stop('test done');
@@ -178,6 +182,7 @@ describe('secrets stay out of logs and metrics', () => {
       destination: { write: (line: string) => void lines.push(line) },
     });
     keyedCentral = await startCentralServer({
+      tls: await centralTls(),
       logger: logger.child({ component: 'central' }),
       authMode: 'static-keys',
       apiKeysFile: keysFile,

@@ -20,6 +20,7 @@ import { type CentralServer, startCentralServer } from '../../../src/central/ser
 import { createLogger } from '../../../src/observability/logger.ts';
 import { createRegistry } from '../../../src/observability/metrics.ts';
 import { CentralFaultFront } from '../../helpers/central-faults.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { InvariantMonitor } from '../../helpers/invariants.ts';
 import { type OperatorProcess, stopOperatorProcesses } from '../../helpers/operator-process.ts';
@@ -95,6 +96,7 @@ describe('SIGKILL of the leader operator', () => {
 
     beforeAll(async () => {
       central = await startCentralServer({
+        tls: await centralTls(),
         logger: createLogger({ level: 'silent' }),
         registry: createRegistry({ defaultMetrics: false }),
         gc: false,

@@ -1,10 +1,10 @@
-// Security: every server speaks TLS 1.2+ only (the admission server, the central server given a
-// certificate, the Kubernetes API server the operator talks to, as the control plane runs it), and a slow-loris client (headers trickled byte by byte, never
-// finished) is cut off by the central server within its header timeout while other clients are served.
+// Security: every server speaks TLS 1.2+ only (the admission server, the central server, the Kubernetes
+// API server the operator talks to, as the control plane runs it), and a slow-loris client (headers
+// trickled byte by byte inside TLS, never finished) is cut off by the central server within its header
+// timeout while other clients are served.
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { connect as netConnect, type Socket } from 'node:net';
-import { connect, type SecureVersion } from 'node:tls';
+import { connect, type SecureVersion, type TLSSocket } from 'node:tls';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -16,24 +16,19 @@ import { createLogger } from '../../../src/observability/logger.ts';
 import { allow } from '../../../webhooks/review.ts';
 import { AdmissionServer } from '../../../webhooks/server.ts';
 import { SwappableCertificates, type TestPki, testPki } from '../../fixtures/webhooks/certs.ts';
+import { centralTls } from '../../helpers/central-tls.ts';
 import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 const silent = createLogger({ level: 'silent' });
 let pki: TestPki;
-let tlsCentral: CentralServer;
-let plainCentral: CentralServer;
+let central: CentralServer;
 let admission: AdmissionServer;
 let cluster: TestCluster;
 
 beforeAll(async () => {
   pki = await testPki(['localhost', '127.0.0.1']);
-  tlsCentral = await startCentralServer({
-    logger: silent,
-    tls: { cert: pki.pair.cert, key: pki.pair.key },
-    gc: false,
-  });
-  plainCentral = await startCentralServer({ logger: silent, gc: false });
+  central = await startCentralServer({ tls: await centralTls(), logger: silent, gc: false });
   admission = new AdmissionServer({
     port: 0,
     host: '127.0.0.1',
@@ -47,8 +42,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await tlsCentral?.stop();
-  await plainCentral?.stop();
+  await central?.stop();
   await admission?.close();
   await cluster?.stop();
 });
@@ -93,7 +87,7 @@ describe('TLS 1.2+ only', () => {
 
   const servers: Array<[string, () => number]> = [
     ['admission server', () => admission.port],
-    ['central server', () => portOf(tlsCentral.url)],
+    ['central server', () => portOf(central.url)],
     ['Kubernetes API server', () => portOf(cluster.url)],
   ];
   for (const [name, port] of servers) {
@@ -112,15 +106,16 @@ describe('TLS 1.2+ only', () => {
 
 describe('slow-loris', () => {
   it('the central server cuts a trickled, never-finished request off and keeps serving others', async () => {
-    const url = new URL(plainCentral.url);
-    const sockets: Socket[] = [];
+    const url = new URL(central.url);
+    const { ca } = await centralTls();
+    const sockets: TLSSocket[] = [];
     const closedAt: number[] = [];
     const started = Date.now();
     const header = 'POST /v1alpha1/namespaces/default/leases/x/acquire HTTP/1.1\r\nHost: x\r\nX-Slow: ';
     const timers: NodeJS.Timeout[] = [];
     try {
       for (let i = 0; i < 5; i++) {
-        const socket = netConnect({ host: url.hostname, port: Number(url.port) });
+        const socket = connect({ host: url.hostname, port: Number(url.port), ca, servername: 'localhost' });
         socket.on('error', () => {});
         socket.once('close', () => closedAt.push(Date.now()));
         let at = 0;
@@ -134,7 +129,7 @@ describe('slow-loris', () => {
       }
       // Meanwhile, ordinary clients are answered.
       for (let i = 0; i < 5; i++) {
-        const res = await fetch(`${plainCentral.url}/healthz`);
+        const res = await fetch(`${central.url}/healthz`);
         expect(res.status).toBe(200);
       }
       expect(closedAt).toHaveLength(0);
@@ -144,7 +139,7 @@ describe('slow-loris', () => {
         intervalMs: 200,
       });
       for (const at of closedAt) expect(at - started).toBeGreaterThanOrEqual(READ_HEADER_TIMEOUT_MS - 100);
-      expect((await fetch(`${plainCentral.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${central.url}/healthz`)).status).toBe(200);
     } finally {
       for (const t of timers) clearInterval(t);
       for (const s of sockets) s.destroy();

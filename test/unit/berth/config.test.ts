@@ -78,8 +78,19 @@ describe('berth flags', () => {
     expect(usage(() => parse(['--berth-api-server', 'berth.example.com']))).toBe(
       '--berth-api-server: must be an absolute URL, e.g. https://berth.example.com',
     );
+    const clearText =
+      'must be an https:// URL, not http://: the bearer token would cross the network in clear text';
+    expect(usage(() => parse(['--berth-api-server', 'http://berth.example.com']))).toBe(
+      `--berth-api-server: ${clearText}`,
+    );
+    expect(usage(() => parse(['--berth-api-server', 'HTTP://127.0.0.1:8443']))).toBe(
+      `--berth-api-server: ${clearText}`,
+    );
+    expect(usage(() => parse([], { BERTH_API_SERVER: 'http://berth.example.com' }))).toBe(
+      `--berth-api-server: ${clearText}`,
+    );
     expect(usage(() => parse(['--berth-api-server', 'ftp://x']))).toBe(
-      '--berth-api-server: must be an https:// (or http://) URL',
+      '--berth-api-server: must be an https:// URL, e.g. https://berth.example.com',
     );
     expect(usage(() => parse(['--berth-api-server', 'https://u:p@x']))).toBe(
       '--berth-api-server: must not carry credentials, a query or a fragment',
@@ -113,7 +124,7 @@ describe('berth flags', () => {
   });
 
   it('builds the HTTP lease client from the configuration', () => {
-    const client = leaseClientFor(parse(['--berth-api-server', 'http://127.0.0.1:1']));
+    const client = leaseClientFor(parse(['--berth-api-server', 'https://127.0.0.1:1']));
     expect(client.timeoutMs).toBe(10_000);
     client.close();
   });
@@ -130,7 +141,7 @@ describe('central readiness check', () => {
     });
     await ok();
     expect(seen).toEqual([5_000]);
-    const client = leaseClientFor(parse(['--berth-api-server', 'http://127.0.0.1:1']));
+    const client = leaseClientFor(parse(['--berth-api-server', 'https://127.0.0.1:1']));
     await expect(centralReadinessCheck(client)()).rejects.toThrow(/ping/);
     client.close();
   });

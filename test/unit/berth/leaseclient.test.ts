@@ -71,12 +71,17 @@ describe('errorDetails', () => {
 });
 
 describe('construction', () => {
-  it('rejects both key sources, bad URLs, and non-http schemes', () => {
+  it('rejects both key sources, bad URLs, and every scheme but https', () => {
     expect(() => new TokenSource({ apiKey: 'a', apiKeyFile: '/f' })).toThrow('mutually exclusive');
     expect(() => new HttpLeaseClient({ baseUrl: 'not a url' })).toThrow(
       'invalid berth API server URL "not a url"',
     );
-    expect(() => new HttpLeaseClient({ baseUrl: 'ftp://x' })).toThrow('want https:// or http://');
+    expect(() => new HttpLeaseClient({ baseUrl: 'ftp://x' })).toThrow(
+      'must be an https:// URL, e.g. https://berth.example.com',
+    );
+    expect(() => new HttpLeaseClient({ baseUrl: 'http://127.0.0.1:8443' })).toThrow(
+      'invalid berth API server URL "http://127.0.0.1:8443": must be an https:// URL, not http://: the bearer token would cross the network in clear text',
+    );
     expect(() => new HttpLeaseClient({ baseUrl: 'https://user:pw@x' })).toThrow('credentials');
   });
 

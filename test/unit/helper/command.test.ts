@@ -50,6 +50,11 @@ describe('helper command line', () => {
       ],
       [['acquire'], ENV, 'berth-operator: helper acquire: api server URL is required\n'],
       [
+        ['acquire', '--api-server=http://berth.example'],
+        ENV,
+        'berth-operator: helper acquire: api server URL "http://berth.example" (--api-server or BERTH_API_SERVER) must be an https:// URL, not http://: the bearer token would cross the network in clear text\n',
+      ],
+      [
         ['acquire', '--acquire-timeout', '5'],
         ENV,
         'berth-operator: helper acquire: --acquire-timeout: invalid duration "5": use a number with a unit, e.g. 30s, 1m, 500ms\n',

@@ -78,6 +78,16 @@ describe('helper configuration validation', () => {
     ['negative grace', { BERTH_ENFORCE_GRACE_SECONDS: '-1' }, 'enforce grace must not be negative'],
     ['no api server', { BERTH_API_SERVER: '' }, 'api server URL is required'],
     [
+      'a clear-text api server',
+      { BERTH_API_SERVER: 'http://berth.example:8080' },
+      'api server URL "http://berth.example:8080" (--api-server or BERTH_API_SERVER) must be an https:// URL, not http://: the bearer token would cross the network in clear text',
+    ],
+    [
+      'an api server without a scheme',
+      { BERTH_API_SERVER: 'berth.example:8443' },
+      'api server URL "berth.example:8443" (--api-server or BERTH_API_SERVER) must be an https:// URL, e.g. https://berth.example.com',
+    ],
+    [
       'key and key file',
       { BERTH_API_KEY: 'k', BERTH_API_KEY_FILE: '/f' },
       'api key and api key file are mutually exclusive',
