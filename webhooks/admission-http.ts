@@ -14,7 +14,13 @@ import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyReques
 import { parseDuration } from '../src/cli.ts';
 import type { Clock } from '../src/kube/clock.ts';
 import type { Logger } from '../src/observability/logger.ts';
-import type { CounterSeries, GaugeSeries, HistogramSeries, WebhookMetrics } from './metrics.ts';
+import {
+  type CounterSeries,
+  countDenial,
+  type GaugeSeries,
+  type HistogramSeries,
+  type WebhookMetrics,
+} from './metrics.ts';
 import {
   type AdmissionApiVersion,
   type AdmissionRequest,
@@ -291,7 +297,7 @@ export class AdmissionHttp {
     const body = request.body;
     const uid = usableUid(body);
     if (uid === undefined) {
-      this.#metrics.rejections.inc({ reason: 'no-uid', path: '' });
+      countDenial(this.#metrics, handler.path, 'no-uid', '');
       this.#closeIfDraining(reply);
       reply.code(400).send({ code: 400, message: 'AdmissionReview request.uid is missing or not usable' });
       return;
@@ -339,7 +345,7 @@ export class AdmissionHttp {
           : r.subResource
             ? `${r.resource.resource}/${r.subResource}`
             : r.resource.resource;
-      this.#metrics.rejections.inc({ reason: decision.reason, path });
+      countDenial(this.#metrics, scope.webhook, decision.reason, path);
       scope.log?.info(
         {
           reason: decision.reason,

@@ -21,9 +21,28 @@ export interface WebhookMetrics {
   inFlight: Gauge<'webhook'>;
   /** Handler errors turned into denials (controller-runtime counts recovered panics here). */
   panics: Counter<never>;
-  /** `path`: the resource and subresource reviewed (`pods`, `pods/ephemeralcontainers`), '' if unknown. */
+  /**
+   * Go's metric with Go's meaning: only the reserved state volume's refusals (`GO_REJECTION_REASONS`), so
+   * alerts written for the Go operator fire the same. `path`: the resource and subresource reviewed
+   * (`pods`, `pods/ephemeralcontainers`).
+   */
   rejections: Counter<'reason' | 'path'>;
+  /** Ours: every denial of every webhook, by handler path, reason and admission path ('' if unknown). */
+  denials: Counter<'webhook' | 'reason' | 'path'>;
   certificateReloadErrors: Counter<never>;
+}
+
+/** The reasons Go counts in berth_webhook_admission_rejections_total: a writable mount of `berth-state`. */
+export const STATE_MOUNT_REASONS = {
+  writableStateMount: 'writable_state_mount',
+  writableStateMountEphemeral: 'writable_state_mount_ephemeral',
+} as const;
+const GO_REJECTION_REASONS: ReadonlySet<string> = new Set(Object.values(STATE_MOUNT_REASONS));
+
+/** Counts one denial: always in berth_webhook_denials_total, and in Go's metric when it is Go's reason. */
+export function countDenial(metrics: WebhookMetrics, webhook: string, reason: string, path: string): void {
+  metrics.denials.inc({ webhook, reason, path });
+  if (GO_REJECTION_REASONS.has(reason)) metrics.rejections.inc({ reason, path });
 }
 
 export function webhookMetrics(registry: Registry): WebhookMetrics {
@@ -50,8 +69,13 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
     }),
     rejections: getOrCreateCounter(registry, {
       name: 'berth_webhook_admission_rejections_total',
-      help: 'Admission requests denied, by reason and admission path (resource[/subresource])',
+      help: 'Pod admissions denied for mounting the reserved berth-state volume writable (as in Go), by reason and admission path (resource[/subresource])',
       labelNames: ['reason', 'path'],
+    }),
+    denials: getOrCreateCounter(registry, {
+      name: 'berth_webhook_denials_total',
+      help: 'Admission requests denied by any webhook, by webhook path, reason and admission path (resource[/subresource])',
+      labelNames: ['webhook', 'reason', 'path'],
     }),
     certificateReloadErrors: getOrCreateCounter(registry, {
       name: 'berth_webhook_certificate_reload_errors_total',

@@ -47,9 +47,22 @@ describe('wire contract', () => {
       status: { code: 403, reason: 'Forbidden', message: 'no entry for "deny"' },
     });
     checkAnswer(res.status, 'application/json', res.body, 'uid-deny', false);
-    expect(await metric(registry, 'berth_webhook_admission_rejections_total', { reason: 'test-rule' })).toBe(
-      1,
-    );
+    expect(await metric(registry, 'berth_webhook_denials_total', { reason: 'test-rule' })).toBe(1);
+  });
+
+  it("counts every denial in berth_webhook_denials_total, and only the state volume's in Go's metric", async () => {
+    const { server, registry } = await startServer();
+    await send(server.port, body('deny'));
+    await send(server.port, body('state-mount'));
+    const denials = (reason: string) =>
+      metric(registry, 'berth_webhook_denials_total', { webhook: '/review', reason });
+    expect(await denials('test-rule')).toBe(1);
+    expect(await denials('writable_state_mount')).toBe(1);
+    // Go counts only a writable mount of the reserved berth-state volume here: alerts written for it hold.
+    expect(await metric(registry, 'berth_webhook_admission_rejections_total')).toBe(1);
+    expect(
+      await metric(registry, 'berth_webhook_admission_rejections_total', { reason: 'writable_state_mount' }),
+    ).toBe(1);
   });
 
   it('sends a patch as base64 JSON Patch with patchType, and bounded warnings', async () => {
@@ -232,9 +245,8 @@ describe('deadline', () => {
       message: 'admission review did not complete within 1600ms',
     });
     expect(lastSignal?.aborted).toBe(true);
-    expect(await metric(registry, 'berth_webhook_admission_rejections_total', { reason: 'deadline' })).toBe(
-      1,
-    );
+    expect(await metric(registry, 'berth_webhook_denials_total', { reason: 'deadline' })).toBe(1);
+    expect(await metric(registry, 'berth_webhook_admission_rejections_total')).toBe(0);
   });
 
   it('caps the budget at maxReviewMs without a query', async () => {

@@ -3,6 +3,7 @@
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { JsonPatchOp } from '../../../src/kube/client.ts';
+import { STATE_MOUNT_REASONS } from '../../../webhooks/metrics.ts';
 import { allow, deny } from '../../../webhooks/review.ts';
 import { type AdmissionHandler, AdmissionServer } from '../../../webhooks/server.ts';
 import { SwappableCertificates, type TestPki, testPki } from '../../fixtures/webhooks/certs.ts';
@@ -35,6 +36,8 @@ export const handler: AdmissionHandler = {
     switch (request.name) {
       case 'deny':
         return deny('test-rule', 'no entry for "deny"');
+      case 'state-mount':
+        return deny(STATE_MOUNT_REASONS.writableStateMount, 'berth-state is reserved');
       case 'patch':
         return allow({ patch: PATCH, warnings: ['x'.repeat(300)] });
       case 'throw':
