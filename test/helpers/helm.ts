@@ -10,6 +10,8 @@ import { ensureHelm } from '../../hack/helm/build.ts';
 import { type ManifestObject, parseManifests } from '../../scripts/install-manifest.ts';
 
 export const CHART = new URL('../../deploy/helm/berth-operator', import.meta.url).pathname;
+/** The central lease API server's chart (`berth-operator central`). */
+export const APISERVER_CHART = new URL('../../deploy/helm/berth-apiserver', import.meta.url).pathname;
 
 export interface HelmResult {
   code: number;
@@ -18,6 +20,8 @@ export interface HelmResult {
 }
 
 export interface RenderOptions {
+  /** Default: the operator's chart (CHART). */
+  chart?: string;
   release?: string;
   namespace?: string;
   /** Values files (paths) or objects (written to files), in `-f` order. */
@@ -85,8 +89,8 @@ export class Helm {
   async template(o: RenderOptions = {}): Promise<HelmResult> {
     return this.run([
       'template',
-      o.release ?? 'berth-operator',
-      CHART,
+      o.release ?? (o.chart === APISERVER_CHART ? 'berth-apiserver' : 'berth-operator'),
+      o.chart ?? CHART,
       '--namespace',
       o.namespace ?? 'berth-system',
       ...(await this.valuesArgs(o.values)),

@@ -26,6 +26,23 @@ describe('the Helm chart', () => {
     );
   });
 
+  it("berth-apiserver: versioned as the project, runs the project's image by default, as its installs", () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    const file = (name: string): unknown =>
+      parse(readFileSync(`${DEPLOY_DIR}helm/berth-apiserver/${name}`, 'utf8'));
+    expect(file('Chart.yaml')).toMatchObject({ version: pkg.version, appVersion: pkg.version });
+    const values = file('values.yaml') as { image: { repository: string; tag: string } };
+    const install = parseManifests(readFileSync(`${DEPLOY_DIR}install-apiserver.yaml`, 'utf8'));
+    const deployment = install.find((o) => o.kind === 'Deployment') as
+      | { spec: { template: { spec: { containers: { image: string }[] } } } }
+      | undefined;
+    expect(`${values.image.repository}:${values.image.tag || pkg.version}`).toBe(
+      deployment?.spec.template.spec.containers[0]?.image,
+    );
+  });
+
   it('grants a lease-only operator no admission, managed-workload or webhook rule, and the guard its Pod reads', () => {
     // Helper injection is a feature of its own (injection.enabled), with its own webhook configurations.
     const { injection, ...layers } = rbacLayers({ workloadAdmission: false });

@@ -18,7 +18,7 @@ import { parseRunConfig } from '../../../src/config.ts';
 import { parseFeatureConfigs } from '../../../src/features.ts';
 import { runCommand } from '../../../src/run.ts';
 import { CHART, Helm } from '../../helpers/helm.ts';
-import { objectIds, renderOverlay } from './install.ts';
+import { byId, renderOverlay } from './install.ts';
 
 const fixture = (name: string): string => new URL(`../../fixtures/helm/${name}`, import.meta.url).pathname;
 const REQUIRED = fixture('required-values.yaml');
@@ -32,42 +32,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await helm?.stop();
 });
-
-/** What Helm adds to every object, and the pod annotation that rolls the replicas on a config change. */
-const HELM_KEYS = new Set([
-  'helm.sh/chart',
-  'app.kubernetes.io/instance',
-  'app.kubernetes.io/version',
-  'app.kubernetes.io/managed-by',
-  'helm.sh/resource-policy',
-  'checksum/config',
-]);
-/** Lists whose order carries no meaning (env order does, for $(VAR): compared through containerEnvironment). */
-const BY_NAME = new Set(['env', 'volumes', 'volumeMounts']);
-
-function withoutHelm(value: unknown, key = ''): unknown {
-  if (Array.isArray(value)) {
-    const items = value.map((v) => withoutHelm(v));
-    return BY_NAME.has(key)
-      ? items.sort((a, b) =>
-          String((a as { name?: string }).name).localeCompare(String((b as { name?: string }).name)),
-        )
-      : items;
-  }
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (HELM_KEYS.has(k)) continue;
-    const cleaned = withoutHelm(v, k);
-    // A labels or annotations map that held only Helm's keys.
-    if ((k === 'labels' || k === 'annotations') && Object.keys(cleaned as object).length === 0) continue;
-    out[k] = cleaned;
-  }
-  return out;
-}
-
-const byId = (objects: ManifestObject[]): Record<string, unknown> =>
-  Object.fromEntries(objects.map((o, i) => [objectIds(objects)[i], withoutHelm(o)]));
 
 /** The install as the README has it configured: its ConfigMap holding the central API and the cluster id. */
 function configured(objects: ManifestObject[]): ManifestObject[] {

@@ -130,3 +130,41 @@ export function operatorRules(objects: ManifestObject[]): GrantedRule[] {
 /** Every object's identity (`kind/namespace/name`), for comparing what two renders contain. */
 export const objectIds = (objects: ManifestObject[]): string[] =>
   objects.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+
+/** What Helm adds to every object, and the pod annotation that rolls the replicas on a config change. */
+const HELM_KEYS = new Set([
+  'helm.sh/chart',
+  'app.kubernetes.io/instance',
+  'app.kubernetes.io/version',
+  'app.kubernetes.io/managed-by',
+  'helm.sh/resource-policy',
+  'checksum/config',
+]);
+/** Lists whose order carries no meaning (env order does, for $(VAR): compared through containerEnvironment). */
+const BY_NAME = new Set(['env', 'volumes', 'volumeMounts']);
+
+/** `value` without Helm's own labels and annotations, its by-name lists sorted: a chart's render as kustomize's. */
+export function withoutHelm(value: unknown, key = ''): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map((v) => withoutHelm(v));
+    return BY_NAME.has(key)
+      ? items.sort((a, b) =>
+          String((a as { name?: string }).name).localeCompare(String((b as { name?: string }).name)),
+        )
+      : items;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (HELM_KEYS.has(k)) continue;
+    const cleaned = withoutHelm(v, k);
+    // A labels or annotations map that held only Helm's keys.
+    if ((k === 'labels' || k === 'annotations') && Object.keys(cleaned as object).length === 0) continue;
+    out[k] = cleaned;
+  }
+  return out;
+}
+
+/** The objects by identity, without Helm's keys (withoutHelm). */
+export const byId = (objects: ManifestObject[]): Record<string, unknown> =>
+  Object.fromEntries(objects.map((o, i) => [objectIds(objects)[i], withoutHelm(o)]));

@@ -1,0 +1,347 @@
+// The berth-apiserver chart installed, upgraded and uninstalled by real Helm on a control plane of its own,
+// under a release name and namespace of its own and with the Kubernetes Lease store in another namespace, so
+// every templated name is exercised. The release's Deployment runs 0 replicas (KWOK would fake its Pods):
+// `berth-operator central` runs in this process configured by the release's Deployment — its args, each
+// file they name written from the Secret key its volume mounts (as the kubelet would), the in-cluster
+// client standing for the release's ServiceAccount token through the recording proxy — and the release's
+// Service is routed here (its EndpointSlices, as for a Pod). A lease client reaches it at the Service's
+// endpoint with the Service's DNS name as TLS server name, and acquires, renews and releases with no 403;
+// an upgrade to another key Secret keeps the lease (the store is the Leases) and refuses the old key; the
+// uninstall leaves no object behind but the lease records, which must outlive the server (a fencing token
+// never repeats).
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CoordinationV1Api,
+  DiscoveryV1Api,
+  type V1Container,
+  type V1Deployment,
+  type V1PodSpec,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Authority, createAuthority } from '../../../hack/controlplane/pki.ts';
+import { find, type ManifestObject, parseManifests } from '../../../scripts/install-manifest.ts';
+import { HttpLeaseClient, LeaseClientError } from '../../../src/berth/leaseclient.ts';
+import { sha256Hex } from '../../../src/central/auth.ts';
+import { centralCommand, runCentral } from '../../../src/central/command.ts';
+import type { CentralServer } from '../../../src/central/server.ts';
+import { parseFlags } from '../../../src/cli.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
+import { type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { APISERVER_CHART, Helm } from '../../helpers/helm.ts';
+import { kubectlOk } from './install.ts';
+
+const RELEASE = 'edge';
+const NAMESPACE = 'berth-central';
+/** The Leases' namespace, another than the release's: the Role must land there. */
+const LEASES = 'berth-leases';
+const FULLNAME = `${RELEASE}-berth-apiserver`;
+/** The static key's id: the tenant, so the holder. */
+const KEY_ID = 'cluster-a';
+const HOLDER = `${KEY_ID}/operator`;
+const FIRST_TOKEN = 'first-token-of-cluster-a';
+const SECOND_TOKEN = 'second-token-of-cluster-a';
+
+let t: TestCluster;
+let helm: Helm;
+let proxy: ApiProxy;
+let ca: Authority;
+let scratch: string;
+let before: { cluster: Set<string>; namespaced: Set<string> };
+/** The lease taken before the upgrade, renewed after it. */
+let fencingToken = 0;
+const kubeconfig = (): { kubeconfig: string } => ({ kubeconfig: t.kubeconfigPath });
+
+async function listed(namespaced: boolean, namespace?: string): Promise<string[]> {
+  const kinds = (
+    await kubectlOk(t, ['api-resources', `--namespaced=${namespaced}`, '--verbs=list', '-o', 'name'])
+  )
+    .split('\n')
+    .filter((k) => k !== '' && k !== 'events' && k !== 'events.events.k8s.io');
+  const names = await kubectlOk(t, [
+    'get',
+    kinds.join(','),
+    '-o',
+    'name',
+    ...(namespace === undefined ? [] : ['-n', namespace]),
+  ]);
+  return names.split('\n').filter((n) => n !== '');
+}
+
+/** Every listable object: cluster-scoped ones, and those of the two namespaces. */
+async function objects(): Promise<{ cluster: Set<string>; namespaced: Set<string> }> {
+  const namespaced: string[] = [];
+  for (const ns of [NAMESPACE, LEASES]) namespaced.push(...(await listed(true, ns)).map((n) => `${ns}/${n}`));
+  return { cluster: new Set(await listed(false)), namespaced: new Set(namespaced) };
+}
+
+async function manifest(): Promise<ManifestObject[]> {
+  return parseManifests(await helm.ok(['get', 'manifest', RELEASE, '-n', NAMESPACE], kubeconfig()));
+}
+
+const podSpec = (install: ManifestObject[]): V1PodSpec => {
+  const spec = find<V1Deployment>(install, 'Deployment', FULLNAME).spec?.template.spec;
+  if (spec === undefined) throw new Error('the release has no pod spec');
+  return spec;
+};
+
+const container = (install: ManifestObject[]): V1Container => {
+  const c = podSpec(install).containers.find((x) => x.name === 'apiserver');
+  if (c === undefined) throw new Error('the release runs no apiserver container');
+  return c;
+};
+
+interface RunningCentral {
+  server: CentralServer;
+  route: ServiceRoute;
+  stop(): Promise<void>;
+}
+
+/**
+ * The release's server, as a Pod of its Deployment would run: its args with every mounted path replaced by a
+ * directory holding what the kubelet would mount there (each Secret volume's keys, read from the cluster),
+ * and the in-cluster client (automountServiceAccountToken) as the release's ServiceAccount through the
+ * recording proxy. Only the ports differ: free ones, as nothing may bind the Pod's.
+ */
+async function startRelease(): Promise<RunningCentral> {
+  const install = await manifest();
+  const pod = podSpec(install);
+  const c = container(install);
+  expect(pod.automountServiceAccountToken).toBe(true);
+  const dir = await mkdtemp(join(scratch, 'pod-'));
+  const mounts = new Map<string, string>();
+  for (const mount of c.volumeMounts ?? []) {
+    const volume = pod.volumes?.find((v) => v.name === mount.name);
+    const local = join(dir, mount.name);
+    await mkdir(local);
+    mounts.set(mount.mountPath, local);
+    const secretName = volume?.secret?.secretName;
+    if (secretName === undefined) continue;
+    const secret = await t.core.readNamespacedSecret({ namespace: NAMESPACE, name: secretName });
+    for (const [key, value] of Object.entries(secret.data ?? {}))
+      await writeFile(join(local, key), Buffer.from(value, 'base64'), { mode: 0o440 });
+  }
+  const [command, ...argv] = c.args ?? [];
+  expect(command).toBe('central');
+  const args = argv.map((arg) => {
+    for (const [path, local] of mounts) arg = arg.replace(`=${path}/`, `=${local}/`);
+    return arg;
+  });
+  const account = await t.serviceAccount(NAMESPACE, pod.serviceAccountName ?? '');
+  const inCluster = await t.writeKubeconfig(proxy.kubeconfigFor(account.kubeconfig));
+  const flags = parseFlags(centralCommand, [
+    ...args,
+    '--listen-addr=:0',
+    '--metrics-addr=127.0.0.1:0',
+    `--coordination-kubeconfig=${inCluster}`,
+  ]);
+  let stop!: () => void;
+  const until = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  let started!: (s: CentralServer) => void;
+  const server = new Promise<CentralServer>((resolve) => {
+    started = resolve;
+  });
+  const done = runCentral(flags, {
+    until,
+    onStarted: started,
+    logger: createLogger({ name: 'central', level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' }),
+  });
+  const running = await Promise.race([
+    server,
+    done.then((code) => {
+      throw new Error(`central exited with ${code} before serving`);
+    }),
+  ]);
+  const readinessUrl = new URL('/readyz', running.metricsUrl).href;
+  const route = await t.routeService(NAMESPACE, FULLNAME, [{ port: running.port, readinessUrl }]);
+  return {
+    server: running,
+    route,
+    async stop() {
+      await route.remove();
+      stop();
+      expect(await done).toBe(0);
+    },
+  };
+}
+
+/** A lease client of the release's Service: its ready endpoint, the Service's DNS name for TLS. */
+async function serviceClient(apiKey: string): Promise<HttpLeaseClient> {
+  const service = await t.core.readNamespacedService({ namespace: NAMESPACE, name: FULLNAME });
+  const port = service.spec?.ports?.find((p) => p.name === 'https');
+  expect(port?.targetPort).toBe('https');
+  const discovery = t.kc.makeApiClient(DiscoveryV1Api);
+  const endpoint = await eventually(
+    async () => {
+      const slices = await discovery.listNamespacedEndpointSlice({
+        namespace: NAMESPACE,
+        labelSelector: `kubernetes.io/service-name=${FULLNAME}`,
+      });
+      for (const slice of slices.items) {
+        const p = slice.ports?.find((x) => x.name === port?.name);
+        const e = (slice.endpoints ?? []).find((x) => x.conditions?.ready);
+        if (p?.port !== undefined && e !== undefined) return `${e.addresses[0]}:${p.port}`;
+      }
+      return undefined;
+    },
+    { timeoutMs: 10_000 },
+  );
+  return new HttpLeaseClient({
+    baseUrl: `https://${endpoint}`,
+    serverName: `${FULLNAME}.${NAMESPACE}.svc`,
+    caBundle: ca.cert,
+    apiKey,
+    timeoutMs: 5_000,
+  });
+}
+
+async function statusOf(p: Promise<unknown>): Promise<number | undefined> {
+  try {
+    await p;
+    return 200;
+  } catch (err) {
+    if (err instanceof LeaseClientError) return err.status;
+    throw err;
+  }
+}
+
+const keysSecret = (name: string, token: string) =>
+  t.core.createNamespacedSecret({
+    namespace: NAMESPACE,
+    body: { metadata: { name }, stringData: { 'api-keys': `${KEY_ID}:${sha256Hex(token)}\n` } },
+  });
+
+beforeAll(async () => {
+  helm = await Helm.start();
+  t = await TestCluster.own();
+  proxy = await ApiProxy.start(t);
+  scratch = await mkdtemp(join(tmpdir(), 'berth-apiserver-install-'));
+  ca = await createAuthority('berth-apiserver-test-ca');
+  await t.createNamespace(NAMESPACE, { 'pod-security.kubernetes.io/enforce': 'restricted' });
+  await t.createNamespace(LEASES);
+  const pair = await ca.serving([
+    FULLNAME,
+    `${FULLNAME}.${NAMESPACE}.svc`,
+    `${FULLNAME}.${NAMESPACE}.svc.cluster.local`,
+  ]);
+  await t.core.createNamespacedSecret({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: 'edge-tls' },
+      type: 'kubernetes.io/tls',
+      stringData: { 'tls.crt': pair.cert, 'tls.key': pair.key },
+    },
+  });
+  await keysSecret('edge-keys', FIRST_TOKEN);
+  await keysSecret('edge-keys-rotated', SECOND_TOKEN);
+  before = await objects();
+});
+
+afterAll(async () => {
+  await proxy?.stop();
+  await t?.stop();
+  await helm?.stop();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+describe('helm install, upgrade and uninstall of berth-apiserver', () => {
+  it('installs a server on Leases of another namespace that a lease client uses through the Service, with no 403', async () => {
+    const values = await helm.valuesArgs([
+      {
+        // KWOK would fake the Pods; this process is the replica.
+        replicaCount: 0,
+        store: { backend: 'k8s' },
+        coordination: { namespace: LEASES, inCluster: true },
+        tls: { existingSecret: 'edge-tls' },
+        auth: { mode: 'static-keys', staticKeys: { secretName: 'edge-keys' } },
+        // routeService routes port 443 of a Service.
+        service: { port: 443 },
+      },
+    ]);
+    await helm.ok(['install', RELEASE, APISERVER_CHART, '-n', NAMESPACE, '--wait', ...values], kubeconfig());
+    const central = await startRelease();
+    try {
+      const client = await serviceClient(FIRST_TOKEN);
+      const acquired = await client.acquire('apps', 'web', HOLDER, 30);
+      expect(acquired).toMatchObject({ acquired: true, holder: HOLDER });
+      fencingToken = acquired.fencingToken;
+      expect(await client.renew('apps', 'web', HOLDER, fencingToken, 30)).toMatchObject({
+        acquired: true,
+        fencingToken,
+      });
+      // Another key's holder is refused; a token the Secret does not list is not authenticated.
+      expect(await statusOf(client.acquire('apps', 'web', 'cluster-b', 30))).toBe(403);
+      expect(await statusOf((await serviceClient('unknown')).acquire('apps', 'web', HOLDER, 30))).toBe(401);
+      await client
+        .acquire('apps', 'batch', HOLDER, 30)
+        .then((r) => client.release('apps', 'batch', HOLDER, r.fencingToken));
+      // The records are Leases of the coordination namespace.
+      const leases = await t.kc.makeApiClient(CoordinationV1Api).listNamespacedLease({ namespace: LEASES });
+      expect(leases.items.map((l) => l.metadata?.name).sort()).toEqual(['apps.batch', 'apps.web']);
+    } finally {
+      await central.stop();
+    }
+    const mine = proxy.records.filter((r) => r.user === `system:serviceaccount:${NAMESPACE}:${FULLNAME}`);
+    expect(new Set(mine.map((r) => `${r.verb} ${r.resource} in ${r.namespace}`))).toEqual(
+      new Set([
+        'get leases in berth-leases',
+        'list leases in berth-leases',
+        'create leases in berth-leases',
+        'update leases in berth-leases',
+      ]),
+    );
+    expect(proxy.forbidden().map(describeRequest)).toEqual([]);
+  }, 120_000);
+
+  it('upgrades to another key Secret: the lease is still held, the old key refused, the new one renews it', async () => {
+    const values = await helm.valuesArgs([{ auth: { staticKeys: { secretName: 'edge-keys-rotated' } } }]);
+    await helm.ok(
+      ['upgrade', RELEASE, APISERVER_CHART, '-n', NAMESPACE, '--reuse-values', '--wait', ...values],
+      kubeconfig(),
+    );
+    expect(podSpec(await manifest()).volumes?.find((v) => v.name === 'api-keys')?.secret?.secretName).toBe(
+      'edge-keys-rotated',
+    );
+    const central = await startRelease();
+    try {
+      const old = await serviceClient(FIRST_TOKEN);
+      expect(await statusOf(old.renew('apps', 'web', HOLDER, fencingToken, 30))).toBe(401);
+      const client = await serviceClient(SECOND_TOKEN);
+      expect(await client.renew('apps', 'web', HOLDER, fencingToken, 30)).toMatchObject({
+        acquired: true,
+        fencingToken,
+      });
+      await client.release('apps', 'web', HOLDER, fencingToken);
+      // The next grant's token is higher: the record outlived the first server.
+      expect((await client.acquire('apps', 'web', HOLDER, 30)).fencingToken).toBeGreaterThan(fencingToken);
+    } finally {
+      await central.stop();
+    }
+    expect(proxy.forbidden().map(describeRequest)).toEqual([]);
+  }, 120_000);
+
+  it('uninstalls without a trace but the lease records', async () => {
+    await helm.ok(['uninstall', RELEASE, '-n', NAMESPACE, '--wait'], kubeconfig());
+    // The endpoints controllers' objects go with the Service.
+    const after = await eventually(
+      async () => {
+        const now = await objects();
+        return [...now.namespaced].some((o) => o.includes(`/${FULLNAME}`)) ? undefined : now;
+      },
+      { timeoutMs: 30_000 },
+    );
+    if (after === undefined) throw new Error('unreachable: eventually resolves with a value');
+    expect([...before.cluster].filter((o) => !after.cluster.has(o))).toEqual([]);
+    expect([...after.cluster].filter((o) => !before.cluster.has(o))).toEqual([]);
+    expect([...before.namespaced].filter((o) => !after.namespaced.has(o))).toEqual([]);
+    expect([...after.namespaced].filter((o) => !before.namespaced.has(o)).sort()).toEqual([
+      `${LEASES}/lease.coordination.k8s.io/apps.batch`,
+      `${LEASES}/lease.coordination.k8s.io/apps.web`,
+    ]);
+  }, 120_000);
+});
