@@ -2,6 +2,7 @@
 import { centralCommand, runCentral } from './central/command.ts';
 import type { CommandSpec } from './cli.ts';
 import { helperCommand } from './helper/spec.ts';
+import { oidcBrokerCommand } from './oidc-broker/spec.ts';
 import { runCommand, runOperator } from './run.ts';
 
 export interface Command {
@@ -15,5 +16,9 @@ export const COMMANDS: readonly Command[] = [
   { spec: centralCommand, run: (flags) => runCentral(flags as never) },
 ];
 
-/** Every command's flags, `helper`'s included: main.ts runs it without loading this module. */
-export const COMMAND_SPECS: readonly CommandSpec[] = [...COMMANDS.map((c) => c.spec), helperCommand];
+/** Every command's flags, `helper`'s and `oidc-broker`'s included: main.ts runs them without loading this module. */
+export const COMMAND_SPECS: readonly CommandSpec[] = [
+  ...COMMANDS.map((c) => c.spec),
+  helperCommand,
+  oidcBrokerCommand,
+];

@@ -1,15 +1,18 @@
 // Composition root of the berth-operator process: picks the subcommand, parses its flags, runs it.
-// `helper` runs in every opted-in Pod and must not load the Kubernetes client: it is dispatched before
-// the other commands are imported (docs/helper.md §1).
+// `helper` runs in every opted-in Pod and `oidc-broker` beside the operator or a helper: neither loads the
+// Kubernetes client, so both are dispatched before the other commands are imported (docs/helper.md §1,
+// docs/oidc-broker.md).
 import { helpText, parseFlags, programHelp, UsageError } from './cli.ts';
 import { HELPER_COMMAND } from './helper/spec.ts';
 import { slimClientNode } from './kube/client-node-slim.ts';
+import { OIDC_BROKER_COMMAND } from './oidc-broker/spec.ts';
 
 const PROGRAM = 'berth-operator';
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === HELPER_COMMAND) return (await import('./helper/command.ts')).runHelper(rest);
+  if (name === OIDC_BROKER_COMMAND) return (await import('./oidc-broker/command.ts')).runOidcBroker(rest);
   slimClientNode();
   const { COMMANDS, COMMAND_SPECS } = await import('./commands.ts');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {

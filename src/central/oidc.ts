@@ -15,6 +15,9 @@ import { z } from 'zod';
 import type { Clock, Timer } from '../kube/clock.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Authenticator, Identity } from './auth.ts';
+import { endpointUrlProblem } from './endpoint-url.ts';
+
+export { endpointUrlProblem };
 
 export interface OidcConfig {
   /** Must equal the tokens' `iss` and the discovery document's `issuer`. */
@@ -56,22 +59,6 @@ const ALGORITHMS: JWSAlgorithm[] = [
   'EdDSA',
   'Ed25519',
 ];
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Why `text` cannot be an issuer or JWKS URL, or undefined: https, or http on a loopback host only. */
-export function endpointUrlProblem(text: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return 'must be an absolute URL';
-  }
-  if (url.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname))
-    return 'must be https (http only on localhost)';
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an https URL';
-  return undefined;
-}
 
 /** `--oidc-required-claim key=value` occurrences as a map; throws naming the bad or repeated entry. */
 export function parseRequiredClaims(entries: readonly string[]): Record<string, string> {

@@ -1,9 +1,9 @@
-// `berth-operator central --auth-mode oidc` against a local OpenID Connect issuer (discovery document
-// and a JWKS of real keys, served over HTTP on loopback): valid tokens take leases for their tenant,
-// every kind of bad token gets the Go server's status, keys rotate, and no token reaches the log.
+// `berth-operator central --auth-mode oidc` against a local OpenID Connect issuer (test/helpers/oidc-issuer.ts:
+// discovery document and a JWKS of real keys, served over HTTP on loopback): valid tokens take leases for
+// their tenant, every kind of bad token gets the Go server's status, keys rotate, and no token reaches the log.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import type { CentralServer } from '../../../src/central/server.ts';
 import { parseFlags } from '../../../src/cli.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { LocalIssuer } from '../../helpers/oidc-issuer.ts';
 import { logSink, rawClient } from './http-client.ts';
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
@@ -32,49 +33,6 @@ interface SigningKey {
 async function signingKey(kid: string): Promise<SigningKey> {
   const { privateKey, publicKey } = await generateKeyPair('RS256');
   return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
-}
-
-/** A minimal OIDC issuer: the discovery document and a JWKS that the test can swap. */
-class LocalIssuer {
-  readonly #server: Server;
-  url = '';
-  keys: JWK[] = [];
-  /** The issuer the discovery document names (the real one unless a test lies). */
-  documentIssuer: string | undefined;
-  jwksFetches = 0;
-
-  constructor() {
-    this.#server = createServer((req, res) => {
-      const send = (body: unknown) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(body));
-      };
-      if (req.url === '/.well-known/openid-configuration')
-        send({
-          issuer: this.documentIssuer ?? this.url,
-          jwks_uri: `${this.url}/keys`,
-          id_token_signing_alg_values_supported: ['RS256'],
-        });
-      else if (req.url === '/keys') {
-        this.jwksFetches++;
-        send({ keys: this.keys });
-      } else {
-        res.writeHead(404);
-        res.end();
-      }
-    });
-  }
-
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  stop(): Promise<void> {
-    this.#server.closeAllConnections();
-    return new Promise((resolve) => this.#server.close(() => resolve()));
-  }
 }
 
 let dir: string;
@@ -96,7 +54,7 @@ beforeAll(async () => {
   await writeFile(certFile, serving.cert);
   await writeFile(keyFile, serving.key, { mode: 0o600 });
   [k1, k2, forger] = await Promise.all([signingKey('k1'), signingKey('k2'), signingKey('k1')]);
-  issuer = await new LocalIssuer().start();
+  issuer = await new LocalIssuer().start({ tls: false });
   issuer.keys = [k1.jwk];
 });
 afterAll(async () => {

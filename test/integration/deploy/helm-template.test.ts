@@ -3,7 +3,7 @@
 // of that install (modulo Helm's own labels and annotations), so the two cannot drift; the Go chart's
 // values map onto the operator's flags as the real flag parser reads the rendered Deployment; and what
 // the chart refuses, it refuses naming the value. (The install lifecycle: ./helm-install.test.ts.)
-import type { V1Deployment } from '@kubernetes/client-node';
+import type { V1Container, V1Deployment } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CERT_DIR } from '../../../certs/files.ts';
 import {
@@ -16,6 +16,8 @@ import {
 import { parseFlags } from '../../../src/cli.ts';
 import { parseRunConfig } from '../../../src/config.ts';
 import { parseFeatureConfigs } from '../../../src/features.ts';
+import { brokerConfig } from '../../../src/oidc-broker/config.ts';
+import { oidcBrokerCommand } from '../../../src/oidc-broker/spec.ts';
 import { runCommand } from '../../../src/run.ts';
 import { CHART, Helm } from '../../helpers/helm.ts';
 import { byId, renderOverlay } from './install.ts';
@@ -48,6 +50,14 @@ function configured(objects: ManifestObject[]): ManifestObject[] {
  * How the operator in a Pod of these objects is configured, through the real flag parser; `mounted` stands
  * for what the kubelet would provide (a Secret's key, a mounted file's path) by variable.
  */
+function brokerContainer(objects: ManifestObject[]): V1Container {
+  const container = find<V1Deployment>(objects, 'Deployment').spec?.template.spec?.containers.find(
+    (c) => c.name === 'oidc-broker',
+  );
+  if (container === undefined) throw new Error('the Deployment has no oidc-broker container');
+  return container;
+}
+
 function operatorConfig(objects: ManifestObject[], mounted: Record<string, string> = {}) {
   const [command, ...argv] = operatorContainer(objects).args ?? [];
   expect(command).toBe('run');
@@ -69,6 +79,7 @@ describe('helm lint', () => {
     ['an existing Secret', [fixture('existing-secret-values.yaml')]],
     ["a Go chart's values", [fixture('go-chart-values.yaml')]],
     ["a Go chart's injection values", [fixture('go-chart-injection-values.yaml')]],
+    ['the sidecar broker', [fixture('oidc-broker-values.yaml')]],
   ])('passes --strict with %s', async (_what, values) => {
     const r = await helm.run(['lint', '--strict', CHART, ...(await helm.valuesArgs(values))]);
     expect(r.stderr + r.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
@@ -83,6 +94,7 @@ describe('helm template', () => {
     ['existing-secret', [fixture('existing-secret-values.yaml')]],
     ['go-chart', [fixture('go-chart-values.yaml')]],
     ['injection', [fixture('go-chart-injection-values.yaml')]],
+    ['oidc-broker', [fixture('oidc-broker-values.yaml')]],
   ])('renders %s as its golden file', async (name, values) => {
     const r = await helm.template({ values });
     expect(r.stderr).toBe('');
@@ -195,6 +207,67 @@ describe('the values, as the operator reads them', () => {
     });
   });
 
+  it("runs the sidecar broker from the operator's image, its args read by the real flag parser", async () => {
+    const objects = await helm.render({ values: [fixture('oidc-broker-values.yaml')] });
+    const broker = brokerContainer(objects);
+    expect(broker.image).toBe(`${operatorContainer(objects).image}`);
+    const [command, ...argv] = broker.args ?? [];
+    expect(command).toBe('oidc-broker');
+    expect(brokerConfig(parseFlags(oidcBrokerCommand, argv))).toEqual({
+      issuerUrl: 'https://login.example.com/realms/berth',
+      tokenUrl: '',
+      clientId: 'berth-operator-east',
+      clientSecret: '',
+      clientSecretFile: '/etc/berth/oidc/client-secret',
+      audience: 'berth-api',
+      scopes: ['leases', 'openid'],
+      outputPath: '/var/run/berth/token',
+      refreshSkewMs: 120_000,
+      minRefreshMs: 30_000,
+      fetchTimeoutMs: 30_000,
+      maxRetryMs: 600_000,
+    });
+    expect(broker.volumeMounts?.map((m) => [m.name, m.mountPath, m.readOnly ?? false])).toEqual([
+      ['berth-token', '/var/run/berth', false],
+      ['oidc-client-secret', '/etc/berth/oidc', true],
+    ]);
+    const operator = operatorContainer(objects);
+    expect(operator.env?.find((e) => e.name === 'BERTH_API_KEY_FILE')?.value).toBe('/var/run/berth/token');
+    expect(operator.volumeMounts?.find((m) => m.name === 'berth-token')).toEqual({
+      name: 'berth-token',
+      mountPath: '/var/run/berth',
+      readOnly: true,
+    });
+    const volumes = find<V1Deployment>(objects, 'Deployment').spec?.template.spec?.volumes ?? [];
+    expect(volumes.find((v) => v.name === 'oidc-client-secret')?.secret?.secretName).toBe(
+      'berth-oidc-client',
+    );
+    expect(volumes.find((v) => v.name === 'berth-token')?.emptyDir?.medium).toBe('Memory');
+  });
+
+  it("runs the Go project's broker image with implementation go: the same flags, without the subcommand", async () => {
+    const objects = await helm.render({
+      values: [
+        fixture('oidc-broker-values.yaml'),
+        {
+          sidecarBroker: {
+            implementation: 'go',
+            image: { repository: 'ghcr.io/skaphos/berth-oidc-broker', tag: 'v0.4.1' },
+            oidc: { issuerURL: '', tokenURL: 'https://login.example.com/oauth2/token' },
+          },
+        },
+      ],
+    });
+    const broker = brokerContainer(objects);
+    expect(broker.image).toBe('ghcr.io/skaphos/berth-oidc-broker:v0.4.1');
+    expect(broker.args?.[0]).toBe('--oidc-token-url=https://login.example.com/oauth2/token');
+    expect(brokerConfig(parseFlags(oidcBrokerCommand, broker.args ?? []))).toMatchObject({
+      issuerUrl: '',
+      tokenUrl: 'https://login.example.com/oauth2/token',
+      maxRetryMs: 600_000,
+    });
+  });
+
   it('passes workloadManagement.stopLead as --stop-lead; unset, the operator keeps its default', async () => {
     const lead = operatorConfig(
       await helm.render({ values: [INSTALL, { workloadManagement: { stopLead: '3s' } }] }),
@@ -297,6 +370,11 @@ describe('the values, as the operator reads them', () => {
   });
 });
 
+const BROKER = {
+  enabled: true,
+  oidc: { issuerURL: 'https://i', clientID: 'c', clientSecret: { secretName: 's' } },
+};
+
 describe('what the chart refuses, naming the value', () => {
   const B64_PEM_OF_NOTHING = Buffer.from('not a certificate').toString('base64');
   it.each<[string, (string | object)[], RegExp]>([
@@ -350,17 +428,40 @@ describe('what the chart refuses, naming the value', () => {
       /at most one of .*\(set: berth\.apiKey\.secretName, berth\.tokenFile\.path\)/,
     ],
     [
-      'a sidecar broker without its image tag',
+      'a sidecar broker without an issuer or token URL',
+      [
+        REQUIRED,
+        { sidecarBroker: { enabled: true, oidc: { clientID: 'c', clientSecret: { secretName: 's' } } } },
+      ],
+      /sidecarBroker\.enabled=true requires sidecarBroker\.oidc\.issuerURL \(or tokenURL\)/,
+    ],
+    [
+      'the Go broker without its image',
+      [REQUIRED, { sidecarBroker: { ...BROKER, implementation: 'go', image: { tag: 'v0.4.1' } } }],
+      /sidecarBroker\.implementation=go requires sidecarBroker\.image\.repository and sidecarBroker\.image\.tag/,
+    ],
+    [
+      "the Go broker's image for this operator's broker",
       [
         REQUIRED,
         {
           sidecarBroker: {
-            enabled: true,
-            oidc: { issuerURL: 'https://i', clientID: 'c', clientSecret: { secretName: 's' } },
+            ...BROKER,
+            image: { repository: 'ghcr.io/skaphos/berth-oidc-broker', tag: 'v0.4.1' },
           },
         },
       ],
-      /sidecarBroker\.image\.tag/,
+      /sidecarBroker\.image\.repository=ghcr\.io\/skaphos\/berth-oidc-broker is the Go project's broker image.*sidecarBroker\.implementation=go/,
+    ],
+    [
+      'an unknown broker implementation',
+      [REQUIRED, { sidecarBroker: { ...BROKER, implementation: 'rust' } }],
+      /implementation/,
+    ],
+    [
+      'a broker duration that is none',
+      [REQUIRED, { sidecarBroker: { ...BROKER, fetchTimeout: 'soon' } }],
+      /fetchTimeout/,
     ],
     [
       'extra RBAC rules',

@@ -66,6 +66,16 @@ app.kubernetes.io/name: {{ include "berth-operator.name" . }}
 {{- printf "%s:%s" ($h.repository | default .Values.image.repository) ($h.tag | default .Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
+{{- /* The token broker: the operator's image unless sidecarBroker.image names another (always, for the Go one). */ -}}
+{{- define "berth-operator.brokerImage" -}}
+{{- $b := .Values.sidecarBroker.image -}}
+{{- if eq .Values.sidecarBroker.implementation "go" -}}
+{{- printf "%s:%s" $b.repository $b.tag -}}
+{{- else -}}
+{{- printf "%s:%s" ($b.repository | default .Values.image.repository) ($b.tag | default .Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "berth-operator.caSecretName" -}}
 {{- printf "%s-webhook-ca" (include "berth-operator.fullname" .) -}}
 {{- end -}}

@@ -26,11 +26,16 @@
 {{- end -}}
 {{- if $v.sidecarBroker.enabled -}}
 {{- $o := $v.sidecarBroker.oidc -}}
-{{- if or (not $o.issuerURL) (not $o.clientID) (not $o.clientSecret.secretName) -}}
-{{- fail "sidecarBroker.enabled=true requires sidecarBroker.oidc.issuerURL, sidecarBroker.oidc.clientID and sidecarBroker.oidc.clientSecret.secretName" -}}
+{{- if or (not (or $o.issuerURL $o.tokenURL)) (not $o.clientID) (not $o.clientSecret.secretName) -}}
+{{- fail "sidecarBroker.enabled=true requires sidecarBroker.oidc.issuerURL (or tokenURL), sidecarBroker.oidc.clientID and sidecarBroker.oidc.clientSecret.secretName" -}}
 {{- end -}}
-{{- if not $v.sidecarBroker.image.tag -}}
-{{- fail "sidecarBroker.enabled=true requires sidecarBroker.image.tag: the broker is the Go project's image, and this chart's appVersion is berth-operator's" -}}
+{{- $img := $v.sidecarBroker.image -}}
+{{- if eq $v.sidecarBroker.implementation "go" -}}
+{{- if or (not $img.repository) (not $img.tag) -}}
+{{- fail "sidecarBroker.implementation=go requires sidecarBroker.image.repository and sidecarBroker.image.tag: the Go project's berth-oidc-broker image (e.g. ghcr.io/skaphos/berth-oidc-broker), whose version is not this chart's appVersion" -}}
+{{- end -}}
+{{- else if hasPrefix "ghcr.io/skaphos/berth-oidc-broker" $img.repository -}}
+{{- fail (printf "sidecarBroker.image.repository=%s is the Go project's broker image, which cannot run `berth-operator oidc-broker`: set sidecarBroker.implementation=go to run it, or leave the repository empty for this operator's broker" $img.repository) -}}
 {{- end -}}
 {{- end -}}
 
