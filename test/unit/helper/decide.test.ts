@@ -18,7 +18,7 @@ import {
   type LeaseView,
   probeAnswer,
 } from '../../../src/helper/decide.ts';
-import { MarkerEnforcer } from '../../../src/helper/enforce.ts';
+import { MarkerEnforcer, SignalEnforcer } from '../../../src/helper/enforce.ts';
 import { createHelperLog } from '../../../src/helper/log.ts';
 import { Sidecar } from '../../../src/helper/renew.ts';
 import { evaluateMarker, HelperState, markerReason, markerVerdict } from '../../../src/helper/state.ts';
@@ -295,6 +295,80 @@ describe('Sidecar', () => {
     await eventually(() => client.calls.length === 1);
     expect(client.calls).toEqual(['acquire']);
     expect(s.lease.held).toBe(false);
+  });
+
+  it('signal mode: a SIGTERM refused with EPERM (an app of another UID) leaves the probe failing until the lease is back', async () => {
+    const signalConfig = resolveConfig({
+      ...configFromEnv({
+        BERTH_LEASE_NAME: 'checkout',
+        POD_NAMESPACE: 'prod',
+        POD_NAME: 'p',
+        POD_UID: 'u1',
+        BERTH_TTL_SECONDS: '30',
+        BERTH_API_SERVER: 'https://berth.example',
+        BERTH_STATE_DIR: dir,
+        BERTH_ENFORCE: 'signal',
+        BERTH_SIGNAL_TARGET: 'app',
+        BERTH_ENFORCE_GRACE_SECONDS: '5',
+      }),
+    });
+    const tried: string[] = [];
+    let appRunning = false; // the kubelet starts it once the sidecar's startup probe passes
+    const enforcer = new SignalEnforcer(state, 'app', 5_000, {
+      procs: {
+        self: 40,
+        parent: 39,
+        list: async () => (appRunning ? [7] : []),
+        comm: async () => 'app',
+        exe: async () => '/usr/bin/app',
+        cmdline: async () => ['app'],
+      },
+      kill: (pid, signal) => {
+        tried.push(`${signal} ${pid}`);
+        throw Object.assign(new Error('kill EPERM'), { code: 'EPERM', syscall: 'kill' });
+      },
+      clock,
+      log: createHelperLog({ write: () => {} }),
+    });
+    await state.writeAcquired(signalConfig.holder, 11);
+    client.renews = [won(11), other];
+    client.acquires = [other, won(12)];
+    const s = new Sidecar(signalConfig, {
+      client,
+      state,
+      enforcer,
+      clock,
+      log: createHelperLog({ write: () => {} }),
+      restartPod: (why) => restarts.push(why),
+    });
+    await s.start();
+    expect((await s.probe()).status).toBe(200);
+    appRunning = true;
+    const failing = async (): Promise<void> => {
+      expect(await s.probe()).toEqual({
+        status: 503,
+        body: 'lease not held: renew reports lease held by another: lease lost (holder "rival")',
+      });
+      expect(await healthy()).toBe(false);
+    };
+    await clock.advanceAsync(10_000); // the renewal names another holder: lost
+    await eventually(() => tried.length === 1);
+    expect(tried).toEqual(['SIGTERM 7']);
+    await failing();
+    await clock.advanceAsync(5_000); // the grace: SIGKILL, refused too
+    await eventually(() => tried.length === 2);
+    expect(tried).toEqual(['SIGTERM 7', 'SIGKILL 7']);
+    await failing();
+    await clock.advanceAsync(5_000); // a tick: held elsewhere still, enforced again, nothing more to send
+    await eventually(() => client.calls.filter((c) => c === 'acquire').length === 1);
+    await flush();
+    await failing();
+    expect(tried.length).toBe(2);
+    await clock.advanceAsync(10_000); // won back: the app may run again
+    await eventually(() => s.lease.held);
+    expect((await s.probe()).status).toBe(200);
+    expect(await healthy()).toBe(true);
+    expect(restarts).toEqual([]);
   });
 
   it('reports a stale marker when nobody refreshed it for a TTL', async () => {

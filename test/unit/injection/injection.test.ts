@@ -1,10 +1,25 @@
 // The injection webhooks' pure decisions, with the cases of the Go webhook's tests (edge cases, the
 // state-mount bypasses, Pod UID, init-container enforcement, the signal-mode probe fallback).
-import type { V1Container, V1EnvVar, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1EnvVar,
+  V1HTTPGetAction,
+  V1Pod,
+  V1PodSpec,
+  V1Probe,
+} from '@kubernetes/client-node';
 import jsonpatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
+import { parseBerthConfig } from '../../../src/berth/config.ts';
 import { parseFlags } from '../../../src/cli.ts';
-import { ANNOTATIONS, ENV, INJECT_LABEL, STATE_VOLUME } from '../../../src/injection/contract.ts';
+import {
+  ANNOTATIONS,
+  AUTH_CA_VOLUME,
+  AUTH_TOKEN_VOLUME,
+  ENV,
+  INJECT_LABEL,
+  STATE_VOLUME,
+} from '../../../src/injection/contract.ts';
 import { parseInjectionConfig } from '../../../src/injection/flags.ts';
 import { decideInjection } from '../../../src/injection/mutate.ts';
 import { berthLivenessProbe } from '../../../src/injection/probe.ts';
@@ -273,6 +288,27 @@ describe('what is injected', () => {
     });
   });
 
+  it('hands --berth-insecure-skip-tls-verify to both helpers, and nothing at all without it (Go: verify)', () => {
+    const operator = (...extra: string[]) => {
+      const argv = [
+        '--enable-injection-webhook',
+        '--injection-helper-image=img',
+        '--berth-api-server=https://berth.example:8443',
+        '--cluster-id=east-1',
+        ...extra,
+      ];
+      return injectorSettings(parseInjectionConfig(flags(...argv)), parseBerthConfig(flags(...argv)), 'ops');
+    };
+    const insecure = injected(optInPod(lease), operator('--berth-insecure-skip-tls-verify'));
+    expect(names(inits(insecure))).toEqual(['berth-acquire', 'berth-sidecar']);
+    for (const c of inits(insecure))
+      expect(c.env?.filter((e) => e.name === 'BERTH_INSECURE_SKIP_TLS_VERIFY')).toEqual([
+        { name: 'BERTH_INSECURE_SKIP_TLS_VERIFY', value: 'true' },
+      ]);
+    for (const c of inits(injected(optInPod(lease), operator())))
+      expect(c.env?.map((e) => e.name)).not.toContain('BERTH_INSECURE_SKIP_TLS_VERIFY');
+  });
+
   it('never trusts berth.skaphos.io/injected: a Pod claiming it is injected all the same', () => {
     const pod = injected(optInPod({ ...lease, [ANNOTATIONS.injected]: 'true' }));
     expect(names(inits(pod))).toEqual(['berth-acquire', 'berth-sidecar']);
@@ -346,7 +382,56 @@ describe('preflight', () => {
   });
 });
 
+describe('the reserved auth volumes', () => {
+  const withAuth = injectorSettings(
+    parseInjectionConfig(
+      flags(
+        '--enable-injection-webhook',
+        '--injection-helper-image=img',
+        '--injection-helper-api-key-file=/var/run/berth/token',
+        '--injection-helper-api-key-secret=berth-token',
+        '--injection-helper-ca-bundle-file=/var/run/berth-ca/ca.crt',
+        '--injection-helper-ca-bundle-configmap=berth-ca',
+      ),
+    ),
+    { apiServer: 'https://b', clusterId: 'c', serverName: '', insecureSkipTlsVerify: false },
+    'berth-operator',
+  );
+
+  // Go refuses rather than reuses: an author's volume under the name would hand the helpers another
+  // token or CA bundle than the operator's.
+  it.each([
+    [AUTH_TOKEN_VOLUME, 'reserved for the injected auth token'],
+    [AUTH_CA_VOLUME, 'reserved for the injected CA bundle'],
+  ])('denies a Pod that already has a volume named %s when its source is configured', (name, message) => {
+    const pod = optInPod(lease, {
+      volumes: [{ name, secret: { secretName: 'someone-elses' } }],
+    });
+    const decision = decideInjection(request(pod), withAuth);
+    expect(decision).toMatchObject({ allowed: false, reason: 'cannot_inject' });
+    expect(denial(decision)).toBe(
+      `cannot inject: pod already has a volume named ${JSON.stringify(name)} (${message})`,
+    );
+  });
+
+  it('leaves such a volume alone when the operator injects no auth volumes (nothing to collide with)', () => {
+    const own = { name: AUTH_TOKEN_VOLUME, emptyDir: {} };
+    const pod = injected(optInPod(lease, { volumes: [own] }));
+    expect(spec(pod).volumes).toEqual([own, { name: STATE_VOLUME, emptyDir: {} }]);
+    for (const c of inits(pod)) expect(c.volumeMounts?.map((m) => m.name)).toEqual([STATE_VOLUME]);
+  });
+});
+
 describe('the reserved state volume', () => {
+  it("reuses an emptyDir berth-state the Pod already has: one volume, the author's, mounted by the helpers", () => {
+    const own = { name: STATE_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } };
+    const cache = { name: 'cache', emptyDir: {} };
+    const pod = injected(optInPod(lease, { volumes: [cache, own] }));
+    expect(spec(pod).volumes).toEqual([cache, own]);
+    for (const c of inits(pod)) expect(c.volumeMounts).toEqual([{ name: STATE_VOLUME, mountPath: '/berth' }]);
+    expect(decideValidation(request(pod), settings)).toEqual({ allowed: true });
+  });
+
   it('repairs a writable mount at the state dir of an author init container (startup-gate)', () => {
     const pod = injected(
       optInPod(
@@ -468,6 +553,61 @@ describe('validation of the final Pod', () => {
     const pod = injected(optInPod(lease));
     change(pod);
     expect(denial(decideValidation(request(pod), settings))).toContain(message);
+  });
+
+  // Go's freshness-fallback tampering cases: the probe is the fallback of signal mode too, so every
+  // change of it, or a main container without it, is refused in both modes.
+  describe.each(['probe', 'signal'])('the Berth liveness probe tampered with (enforce=%s)', (enforce) => {
+    const annotations = {
+      ...lease,
+      [ANNOTATIONS.enforce]: enforce,
+      [ANNOTATIONS.signalTarget]: 'app',
+      [ANNOTATIONS.enforceGraceSeconds]: '3',
+    };
+    const probe = (p: V1Pod): V1Probe => main(p).livenessProbe as V1Probe;
+    const tamperings: Array<[string, (p: V1Pod) => unknown]> = [
+      ['the probe removed', (p) => delete main(p).livenessProbe],
+      [
+        'an exec probe in its place',
+        (p) => (main(p).livenessProbe = { exec: { command: ['true'] }, periodSeconds: 2 }),
+      ],
+      ['an initial delay added to it', (p) => (probe(p).initialDelaySeconds = 10_000)],
+      ['a longer period', (p) => (probe(p).periodSeconds = 60)],
+      ['a higher failure threshold', (p) => (probe(p).failureThreshold = 5)],
+      ['a higher success threshold', (p) => (probe(p).successThreshold = 2)],
+      ['a longer timeout', (p) => (probe(p).timeoutSeconds = 30)],
+      ['a longer kill grace', (p) => (probe(p).terminationGracePeriodSeconds = 30)],
+      [
+        "no kill grace of its own (the Pod's 30 s applies)",
+        (p) => delete probe(p).terminationGracePeriodSeconds,
+      ],
+      ['another path', (p) => ((probe(p).httpGet as V1HTTPGetAction).path = '/')],
+      [
+        'another host (the probe sent elsewhere)',
+        (p) => ((probe(p).httpGet as V1HTTPGetAction).host = '10.0.0.9'),
+      ],
+      ['HTTPS instead of HTTP', (p) => ((probe(p).httpGet as V1HTTPGetAction).scheme = 'HTTPS')],
+      [
+        'the enforce grace annotation changed after injection',
+        (p) => ((p.metadata?.annotations ?? {})[ANNOTATIONS.enforceGraceSeconds] = '1'),
+      ],
+      [
+        'a main container added later, without the probe',
+        (p) => spec(p).containers.push({ name: 'late', image: 'x' }),
+      ],
+    ];
+
+    it('admits the Pod as injected', () => {
+      expect(decideValidation(request(injected(optInPod(annotations))), settings)).toEqual({ allowed: true });
+    });
+
+    it.each(tamperings)('denies %s', (_what, change) => {
+      const pod = injected(optInPod(annotations));
+      change(pod);
+      const decision = decideValidation(request(pod), settings);
+      expect(decision).toMatchObject({ allowed: false, reason: 'runtime_contract' });
+      expect(denial(decision)).toContain('the unmodified Berth liveness probe is required');
+    });
   });
 
   it('denies an opted-in Pod no mutating webhook injected (the webhook was bypassed or Ignore)', () => {
