@@ -58,9 +58,13 @@ export function quantityBytes(quantity: string): number {
 /**
  * The container's environment as the kubelet builds it: envFrom first, then env in order, `$(VAR)`
  * expanded from the variables defined before it, the downward API for the Pod's namespace and service
- * account, optional Secret keys absent.
+ * account. Secret keys come from `secretKey` (a Secret's key, or undefined when absent); without it, optional
+ * ones are absent and required ones refused.
  */
-export function containerEnvironment(objects: ManifestObject[]): Record<string, string> {
+export function containerEnvironment(
+  objects: ManifestObject[],
+  secretKey?: (name: string, key: string) => string | undefined,
+): Record<string, string> {
   const container = operatorContainer(objects);
   const deployment = find<V1Deployment>(objects, 'Deployment');
   const env: Record<string, string> = {};
@@ -79,7 +83,13 @@ export function containerEnvironment(objects: ManifestObject[]): Record<string, 
       env[e.name] = deployment.metadata?.namespace ?? '';
     else if (e.valueFrom?.fieldRef?.fieldPath === 'spec.serviceAccountName')
       env[e.name] = deployment.spec?.template.spec?.serviceAccountName ?? 'default';
-    else if (e.valueFrom?.secretKeyRef?.optional === true) continue;
+    else if (e.valueFrom?.secretKeyRef !== undefined && secretKey !== undefined) {
+      const ref = e.valueFrom.secretKeyRef;
+      const value = secretKey(ref.name ?? '', ref.key);
+      if (value !== undefined) env[e.name] = value;
+      else if (ref.optional !== true)
+        throw new Error(`env ${e.name}: Secret ${ref.name} has no key ${ref.key}`);
+    } else if (e.valueFrom?.secretKeyRef?.optional === true) continue;
     else throw new Error(`env ${e.name}: unsupported source ${JSON.stringify(e.valueFrom)}`);
   }
   return env;

@@ -85,6 +85,15 @@ export class Helm {
     return args;
   }
 
+  /** The objects of an installed release (`helm get manifest`), as Helm last applied them. */
+  async manifest(
+    release: string,
+    namespace: string,
+    opts: { kubeconfig?: string } = {},
+  ): Promise<ManifestObject[]> {
+    return parseManifests(await this.ok(['get', 'manifest', release, '-n', namespace], opts));
+  }
+
   /** `helm template` of the chart: the rendered text, or Helm's error. */
   async template(o: RenderOptions = {}): Promise<HelmResult> {
     return this.run([

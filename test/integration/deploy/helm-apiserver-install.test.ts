@@ -9,36 +9,32 @@
 // an upgrade to another key Secret keeps the lease (the store is the Leases) and refuses the old key; the
 // uninstall leaves no object behind but the lease records, which must outlive the server (a fencing token
 // never repeats).
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  CoordinationV1Api,
-  DiscoveryV1Api,
-  type V1Container,
-  type V1Deployment,
-  type V1PodSpec,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Authority, createAuthority } from '../../../hack/controlplane/pki.ts';
-import { find, type ManifestObject, parseManifests } from '../../../scripts/install-manifest.ts';
 import { HttpLeaseClient, LeaseClientError } from '../../../src/berth/leaseclient.ts';
 import { sha256Hex } from '../../../src/central/auth.ts';
-import { centralCommand, runCentral } from '../../../src/central/command.ts';
-import type { CentralServer } from '../../../src/central/server.ts';
-import { parseFlags } from '../../../src/cli.ts';
-import { createLogger } from '../../../src/observability/logger.ts';
 import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
-import { type ServiceRoute, TestCluster } from '../../helpers/cluster.ts';
+import { TestCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { APISERVER_CHART, Helm } from '../../helpers/helm.ts';
-import { kubectlOk } from './install.ts';
+import {
+  apiserverFullname,
+  apiserverPodSpec,
+  type RunningCentral,
+  serviceEndpoint,
+  startCentralRelease,
+} from './central-release.ts';
+import { listedObjects } from './install.ts';
 
 const RELEASE = 'edge';
 const NAMESPACE = 'berth-central';
 /** The Leases' namespace, another than the release's: the Role must land there. */
 const LEASES = 'berth-leases';
-const FULLNAME = `${RELEASE}-berth-apiserver`;
+const FULLNAME = apiserverFullname(RELEASE);
 /** The static key's id: the tenant, so the holder. */
 const KEY_ID = 'cluster-a';
 const HOLDER = `${KEY_ID}/operator`;
@@ -55,144 +51,27 @@ let before: { cluster: Set<string>; namespaced: Set<string> };
 let fencingToken = 0;
 const kubeconfig = (): { kubeconfig: string } => ({ kubeconfig: t.kubeconfigPath });
 
-async function listed(namespaced: boolean, namespace?: string): Promise<string[]> {
-  const kinds = (
-    await kubectlOk(t, ['api-resources', `--namespaced=${namespaced}`, '--verbs=list', '-o', 'name'])
-  )
-    .split('\n')
-    .filter((k) => k !== '' && k !== 'events' && k !== 'events.events.k8s.io');
-  const names = await kubectlOk(t, [
-    'get',
-    kinds.join(','),
-    '-o',
-    'name',
-    ...(namespace === undefined ? [] : ['-n', namespace]),
-  ]);
-  return names.split('\n').filter((n) => n !== '');
-}
-
 /** Every listable object: cluster-scoped ones, and those of the two namespaces. */
-async function objects(): Promise<{ cluster: Set<string>; namespaced: Set<string> }> {
-  const namespaced: string[] = [];
-  for (const ns of [NAMESPACE, LEASES]) namespaced.push(...(await listed(true, ns)).map((n) => `${ns}/${n}`));
-  return { cluster: new Set(await listed(false)), namespaced: new Set(namespaced) };
-}
+const objects = () => listedObjects(t, [NAMESPACE, LEASES]);
 
-async function manifest(): Promise<ManifestObject[]> {
-  return parseManifests(await helm.ok(['get', 'manifest', RELEASE, '-n', NAMESPACE], kubeconfig()));
-}
+const manifest = () => helm.manifest(RELEASE, NAMESPACE, kubeconfig());
 
-const podSpec = (install: ManifestObject[]): V1PodSpec => {
-  const spec = find<V1Deployment>(install, 'Deployment', FULLNAME).spec?.template.spec;
-  if (spec === undefined) throw new Error('the release has no pod spec');
-  return spec;
-};
-
-const container = (install: ManifestObject[]): V1Container => {
-  const c = podSpec(install).containers.find((x) => x.name === 'apiserver');
-  if (c === undefined) throw new Error('the release runs no apiserver container');
-  return c;
-};
-
-interface RunningCentral {
-  server: CentralServer;
-  route: ServiceRoute;
-  stop(): Promise<void>;
-}
-
-/**
- * The release's server, as a Pod of its Deployment would run: its args with every mounted path replaced by a
- * directory holding what the kubelet would mount there (each Secret volume's keys, read from the cluster),
- * and the in-cluster client (automountServiceAccountToken) as the release's ServiceAccount through the
- * recording proxy. Only the ports differ: free ones, as nothing may bind the Pod's.
- */
+/** The release's server (./central-release.ts), its Service routed here. */
 async function startRelease(): Promise<RunningCentral> {
-  const install = await manifest();
-  const pod = podSpec(install);
-  const c = container(install);
-  expect(pod.automountServiceAccountToken).toBe(true);
-  const dir = await mkdtemp(join(scratch, 'pod-'));
-  const mounts = new Map<string, string>();
-  for (const mount of c.volumeMounts ?? []) {
-    const volume = pod.volumes?.find((v) => v.name === mount.name);
-    const local = join(dir, mount.name);
-    await mkdir(local);
-    mounts.set(mount.mountPath, local);
-    const secretName = volume?.secret?.secretName;
-    if (secretName === undefined) continue;
-    const secret = await t.core.readNamespacedSecret({ namespace: NAMESPACE, name: secretName });
-    for (const [key, value] of Object.entries(secret.data ?? {}))
-      await writeFile(join(local, key), Buffer.from(value, 'base64'), { mode: 0o440 });
-  }
-  const [command, ...argv] = c.args ?? [];
-  expect(command).toBe('central');
-  const args = argv.map((arg) => {
-    for (const [path, local] of mounts) arg = arg.replace(`=${path}/`, `=${local}/`);
-    return arg;
+  return startCentralRelease({
+    t,
+    proxy,
+    install: await manifest(),
+    namespace: NAMESPACE,
+    fullname: FULLNAME,
+    scratch,
   });
-  const account = await t.serviceAccount(NAMESPACE, pod.serviceAccountName ?? '');
-  const inCluster = await t.writeKubeconfig(proxy.kubeconfigFor(account.kubeconfig));
-  const flags = parseFlags(centralCommand, [
-    ...args,
-    '--listen-addr=:0',
-    '--metrics-addr=127.0.0.1:0',
-    `--coordination-kubeconfig=${inCluster}`,
-  ]);
-  let stop!: () => void;
-  const until = new Promise<void>((resolve) => {
-    stop = resolve;
-  });
-  let started!: (s: CentralServer) => void;
-  const server = new Promise<CentralServer>((resolve) => {
-    started = resolve;
-  });
-  const done = runCentral(flags, {
-    until,
-    onStarted: started,
-    logger: createLogger({ name: 'central', level: process.env.BERTH_TEST_LOGS ? 'debug' : 'silent' }),
-  });
-  const running = await Promise.race([
-    server,
-    done.then((code) => {
-      throw new Error(`central exited with ${code} before serving`);
-    }),
-  ]);
-  const readinessUrl = new URL('/readyz', running.metricsUrl).href;
-  const route = await t.routeService(NAMESPACE, FULLNAME, [{ port: running.port, readinessUrl }]);
-  return {
-    server: running,
-    route,
-    async stop() {
-      await route.remove();
-      stop();
-      expect(await done).toBe(0);
-    },
-  };
 }
 
 /** A lease client of the release's Service: its ready endpoint, the Service's DNS name for TLS. */
 async function serviceClient(apiKey: string): Promise<HttpLeaseClient> {
-  const service = await t.core.readNamespacedService({ namespace: NAMESPACE, name: FULLNAME });
-  const port = service.spec?.ports?.find((p) => p.name === 'https');
-  expect(port?.targetPort).toBe('https');
-  const discovery = t.kc.makeApiClient(DiscoveryV1Api);
-  const endpoint = await eventually(
-    async () => {
-      const slices = await discovery.listNamespacedEndpointSlice({
-        namespace: NAMESPACE,
-        labelSelector: `kubernetes.io/service-name=${FULLNAME}`,
-      });
-      for (const slice of slices.items) {
-        const p = slice.ports?.find((x) => x.name === port?.name);
-        const e = (slice.endpoints ?? []).find((x) => x.conditions?.ready);
-        if (p?.port !== undefined && e !== undefined) return `${e.addresses[0]}:${p.port}`;
-      }
-      return undefined;
-    },
-    { timeoutMs: 10_000 },
-  );
   return new HttpLeaseClient({
-    baseUrl: `https://${endpoint}`,
+    baseUrl: `https://${await serviceEndpoint(t, NAMESPACE, FULLNAME)}`,
     serverName: `${FULLNAME}.${NAMESPACE}.svc`,
     caBundle: ca.cert,
     apiKey,
@@ -304,9 +183,10 @@ describe('helm install, upgrade and uninstall of berth-apiserver', () => {
       ['upgrade', RELEASE, APISERVER_CHART, '-n', NAMESPACE, '--reuse-values', '--wait', ...values],
       kubeconfig(),
     );
-    expect(podSpec(await manifest()).volumes?.find((v) => v.name === 'api-keys')?.secret?.secretName).toBe(
-      'edge-keys-rotated',
-    );
+    expect(
+      apiserverPodSpec(await manifest(), FULLNAME).volumes?.find((v) => v.name === 'api-keys')?.secret
+        ?.secretName,
+    ).toBe('edge-keys-rotated');
     const central = await startRelease();
     try {
       const old = await serviceClient(FIRST_TOKEN);

@@ -9,16 +9,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  AdmissionregistrationV1Api,
-  AppsV1Api,
-  CustomObjectsApi,
-  RbacAuthorizationV1Api,
-} from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthority } from '../../../hack/controlplane/pki.ts';
-import { type ManifestObject, parseManifests } from '../../../scripts/install-manifest.ts';
-import { GROUP, LeaseState, PLURAL, SCHEDULING_GATE, VERSION } from '../../../src/berth/api.ts';
+import type { ManifestObject } from '../../../scripts/install-manifest.ts';
 import { apiOutcome } from '../../helpers/api.ts';
 import { ApiProxy, describeRequest } from '../../helpers/api-proxy.ts';
 import { IN_SCOPE, TestCluster } from '../../helpers/cluster.ts';
@@ -27,7 +21,7 @@ import { CHART, Helm } from '../../helpers/helm.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
 import { applySample, kubectlOk } from './install.ts';
 import { type RunningOperator, startOperator } from './operator.ts';
-import { admissionAnswers, type ScenarioContext, waitFor } from './scenarios.ts';
+import { admissionAnswers, managedDeploymentRuns, type ScenarioContext, waitFor } from './scenarios.ts';
 
 const RELEASE = 'edge';
 const NAMESPACE = 'berth-helm';
@@ -55,9 +49,7 @@ async function clusterScoped(): Promise<Set<string>> {
   return new Set(names.split('\n').filter((n) => n !== ''));
 }
 
-async function manifest(): Promise<ManifestObject[]> {
-  return parseManifests(await helm.ok(['get', 'manifest', RELEASE, '-n', NAMESPACE], kubeconfig()));
-}
+const manifest = (): Promise<ManifestObject[]> => helm.manifest(RELEASE, NAMESPACE, kubeconfig());
 
 /** The release's operator, as its ServiceAccount through the recording proxy. */
 async function operator(env: Record<string, string> = {}): Promise<RunningOperator> {
@@ -82,45 +74,6 @@ const configurations = async (name = CONFIGURATIONS) => {
 
 const ownerUid = async (name = CONFIGURATIONS): Promise<string | undefined> =>
   (await t.kc.makeApiClient(RbacAuthorizationV1Api).readClusterRole({ name })).metadata?.uid;
-
-/** The sample's lease held here, its Deployment scaled up, and its Pod ungated and running. */
-async function managedDeploymentRuns(): Promise<void> {
-  const custom = t.kc.makeApiClient(CustomObjectsApi);
-  const apps = t.kc.makeApiClient(AppsV1Api);
-  await waitFor(
-    ctx,
-    'the sample lease held',
-    async () =>
-      (
-        (await custom.getNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          plural: PLURAL,
-          namespace: APPS,
-          name: 'web',
-        })) as { status?: { leaseState?: string } }
-      ).status?.leaseState === LeaseState.Held,
-    30_000,
-  );
-  await waitFor(
-    ctx,
-    'the sample Deployment activated',
-    async () => (await apps.readNamespacedDeployment({ name: 'web', namespace: APPS })).spec?.replicas === 1,
-  );
-  await waitFor(
-    ctx,
-    'its Pod ungated and running',
-    async () =>
-      (
-        await t.core.listNamespacedPod({ namespace: APPS, labelSelector: 'app.kubernetes.io/name=web' })
-      ).items.some(
-        (p) =>
-          !(p.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE) &&
-          p.status?.phase === 'Running',
-      ),
-    30_000,
-  );
-}
 
 beforeAll(async () => {
   helm = await Helm.start();
@@ -184,7 +137,7 @@ describe('helm install, upgrade and uninstall', () => {
       }
       await admissionAnswers(ctx);
       await applySample(t, APPS, 'samples/deployment/');
-      await managedDeploymentRuns();
+      await managedDeploymentRuns(ctx, APPS);
     } finally {
       await op.stop();
     }
@@ -241,7 +194,7 @@ describe('helm install, upgrade and uninstall', () => {
         return hooks.length === 4 && hooks.every(trusted);
       });
       await admissionAnswers(ctx);
-      await managedDeploymentRuns();
+      await managedDeploymentRuns(ctx, APPS);
     } finally {
       await op.stop();
     }

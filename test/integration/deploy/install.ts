@@ -23,6 +23,36 @@ export async function kubectlOk(t: TestCluster, args: string[], input?: string):
   return r.stdout;
 }
 
+async function listed(t: TestCluster, namespaced: boolean, namespace?: string): Promise<string[]> {
+  const kinds = (
+    await kubectlOk(t, ['api-resources', `--namespaced=${namespaced}`, '--verbs=list', '-o', 'name'])
+  )
+    .split('\n')
+    .filter((k) => k !== '' && k !== 'events' && k !== 'events.events.k8s.io');
+  const names = await kubectlOk(t, [
+    'get',
+    kinds.join(','),
+    '-o',
+    'name',
+    ...(namespace === undefined ? [] : ['-n', namespace]),
+  ]);
+  return names.split('\n').filter((n) => n !== '');
+}
+
+/**
+ * Every listable object but Events, as kubectl names them: the cluster-scoped ones (`kind.group/name`), and
+ * those of `namespaces` (`<namespace>/kind.group/name`). Compared before an install and after its
+ * uninstall, the difference is what the uninstall leaves behind.
+ */
+export async function listedObjects(
+  t: TestCluster,
+  namespaces: readonly string[],
+): Promise<{ cluster: Set<string>; namespaced: Set<string> }> {
+  const namespaced: string[] = [];
+  for (const ns of namespaces) namespaced.push(...(await listed(t, true, ns)).map((n) => `${ns}/${n}`));
+  return { cluster: new Set(await listed(t, false)), namespaced: new Set(namespaced) };
+}
+
 /**
  * Applies a sample directory of deploy/ (`samples/deployment/`): its BerthLease first, retried while the
  * opt-in scope asks to (a replica that just started has not seen the namespace settled yet), then the

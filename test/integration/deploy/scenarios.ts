@@ -406,6 +406,47 @@ const isGated = (pod: V1Pod | undefined): boolean =>
   (pod?.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE);
 
 /**
+ * The sample of deploy/samples/deployment/ (applySample) in `namespace` runs: its lease held, its Deployment
+ * scaled up, and its Pod ungated and running.
+ */
+export async function managedDeploymentRuns(ctx: ScenarioContext, namespace: string): Promise<void> {
+  const { t } = ctx;
+  const custom = t.kc.makeApiClient(CustomObjectsApi);
+  const apps = t.kc.makeApiClient(AppsV1Api);
+  await waitFor(
+    ctx,
+    'the sample lease held',
+    async () =>
+      (
+        (await custom.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural: PLURAL,
+          namespace,
+          name: 'web',
+        })) as { status?: { leaseState?: string } }
+      ).status?.leaseState === LeaseState.Held,
+    30_000,
+  );
+  await waitFor(
+    ctx,
+    'the sample Deployment activated',
+    async () => (await apps.readNamespacedDeployment({ name: 'web', namespace })).spec?.replicas === 1,
+  );
+  await waitFor(
+    ctx,
+    'its Pod ungated and running',
+    async () =>
+      (await t.core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=web' })).items.some(
+        (p) =>
+          !(p.spec?.schedulingGates ?? []).some((g) => g.name === SCHEDULING_GATE) &&
+          p.status?.phase === 'Running',
+      ),
+    30_000,
+  );
+}
+
+/**
  * Admission of the samples and of what their controllers create (the owner-chain reads): the Deployment
  * controller's ReplicaSet, a Pod of it (dry run: at 0 replicas its controller would delete a real one at
  * once), a Job of the CronJob and the Job controller's Pod, gated, whose binding is refused.
