@@ -152,6 +152,23 @@ describe('the values, as the operator reads them', () => {
     expect(rules.flatMap((r) => r.resources ?? [])).not.toContain('pods');
   });
 
+  it("takes the central API's CA from a Secret's key (cert-manager's ca.crt) as from a ConfigMap's", async () => {
+    const objects = await helm.render({
+      values: [REQUIRED, { berth: { tls: { caBundleSecret: 'central-tls', caBundleKey: 'ca.crt' } } }],
+    });
+    const container = operatorContainer(objects);
+    expect(container.env?.find((e) => e.name === 'BERTH_CA_BUNDLE_FILE')?.value).toBe(
+      '/etc/berth/tls/ca.crt',
+    );
+    expect(container.volumeMounts?.find((m) => m.mountPath === '/etc/berth/tls')?.name).toBe('berth-ca');
+    const volumes = find<V1Deployment>(objects, 'Deployment').spec?.template.spec?.volumes ?? [];
+    // Only the CA key is projected: the Secret's tls.key never reaches the operator's filesystem.
+    expect(volumes.find((v) => v.name === 'berth-ca')).toEqual({
+      name: 'berth-ca',
+      secret: { secretName: 'central-tls', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+    });
+  });
+
   it("maps a Go chart's values file onto the flags", async () => {
     const objects = await helm.render({
       release: 'east',
@@ -416,6 +433,11 @@ describe('what the chart refuses, naming the value', () => {
       'the Go image',
       [REQUIRED, { image: { repository: 'ghcr.io/skaphos/berth-operator' } }],
       /image\.repository=ghcr\.io\/skaphos\/berth-operator is the Go operator's image/,
+    ],
+    [
+      'two CA bundle sources',
+      [REQUIRED, { berth: { tls: { caBundleConfigMap: 'ca', caBundleSecret: 'ca' } } }],
+      /at most one of berth\.tls\.caBundleConfigMap and berth\.tls\.caBundleSecret/,
     ],
     [
       'replicas without leader election',

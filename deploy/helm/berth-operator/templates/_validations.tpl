@@ -13,6 +13,10 @@
 {{- fail (printf "image.repository=%s is the Go operator's image, which this chart cannot configure; set image.repository (and image.tag) to this project's image (docker build -t <registry>/berth-operator:%s .)" $v.image.repository .Chart.AppVersion) -}}
 {{- end -}}
 
+{{- if and $v.berth.tls.caBundleConfigMap $v.berth.tls.caBundleSecret -}}
+{{- fail "set at most one of berth.tls.caBundleConfigMap and berth.tls.caBundleSecret: each is the central API's CA bundle" -}}
+{{- end -}}
+
 {{- if and (gt (int $v.replicaCount) 1) (not $v.leaderElection.enabled) -}}
 {{- fail "replicaCount > 1 requires leaderElection.enabled=true: without it every replica would run the controllers" -}}
 {{- end -}}
