@@ -2,7 +2,7 @@
 // the trace replay on the real webhook code (docs/verification.md, "Trace replay"): the state after every
 // action (`state`), each write through the webhooks with what the model decided, and the environment's
 // actions. Pure.
-import { field } from './events.ts';
+import { byIndex, field, flag, list, untimedWords } from './events.ts';
 
 /** A BerthLease or Deployment incarnation of the model (0 in a reference: none). */
 export type Incarnation = 1 | 2;
@@ -126,32 +126,6 @@ const L_EVENTS = new Set([
   'replicaread',
 ]);
 
-/** The comma-separated integers of `name=`. */
-function list(parts: readonly string[], name: string, line: string, length: number): number[] {
-  const p = parts.find((x) => x.startsWith(`${name}=`));
-  const values =
-    p === undefined
-      ? []
-      : p
-          .slice(name.length + 1)
-          .split(',')
-          .map(Number);
-  if (values.length !== length || !values.every(Number.isInteger))
-    throw new Error(`no ${name}= with ${length} values in trace line: ${line}`);
-  return values;
-}
-
-const flag = (v: number | undefined, name: string, line: string): boolean => {
-  if (v === 0 || v === 1) return v === 1;
-  throw new Error(`${name} is not 0 or 1 in trace line: ${line}`);
-};
-
-const byIndex = <T>(values: readonly T[], i: number, name: string, line: string): T => {
-  const v = values[i];
-  if (v === undefined) throw new Error(`bad ${name} in trace line: ${line}`);
-  return v;
-};
-
 function parseState(parts: readonly string[], line: string): AdmissionState {
   const pair = (name: string): number[] => list(parts, name, line, 2);
   const bits = (name: string): boolean[] => pair(name).map((v) => flag(v, name, line));
@@ -225,9 +199,7 @@ function parseState(parts: readonly string[], line: string): AdmissionState {
 
 /** One `EV ...` line of admission.pml. */
 export function parseAdmissionEvent(line: string): AdmissionEvent {
-  const parts = line.trim().split(/\s+/);
-  if (parts[0] !== 'EV') throw new Error(`not an event: ${line}`);
-  const kind = parts[1] ?? '';
+  const { kind, parts } = untimedWords(line);
   const n = (name: string): number => field(parts, name, line);
   const b = (name: string): boolean => flag(n(name), name, line);
   const by = (): Actor => byIndex(ACTORS, n('by'), 'by', line);

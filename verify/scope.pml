@@ -48,6 +48,13 @@
  *
  * Properties: those of admission.pml (`check`): a running Pod of the lease's chain is registered and
  * held; the admitted target of a lease is stamped.
+ *
+ * Events (`printf("EV <event> k=v ...")`, parsed by verify/scope-trace.ts for the trace replay on the real
+ * scope code, docs/verification.md "The scope replay"): `EV init` the start, `EV tick` each tick, every
+ * label write, view step and forgetting of versions (`EV shift`), every decision of a guard, the exit and
+ * the upgrade with what the model decided, every workload write with the apiserver and whether it was
+ * reviewed, and `EV state` (snap, after every check) the objects and views. Versions are printed as the
+ * window numbers them. printf changes no state.
  */
 
 #include "constants.pml"
@@ -200,6 +207,21 @@ byte r_n;
 #define IN_CHAIN(j) (p_own[j] && rs_ex && d_ex && (l_rec || d_should))
 #define OF_LEASE(j) (l_ex && (p_stamp[j] || IN_CHAIN(j)))
 
+#if NP > 1
+#define SLOT1(a) a[1]
+#else
+#define SLOT1(a) 0
+#endif
+#define LAST(a, n) a[n - 1]
+
+/* the objects and views the replay checks the code against (printf only) */
+inline snap() {
+  printf("EV state lex=%d lphase=%d held=%d lost=%d dex=%d dstamp=%d rsex=%d rsstamp=%d pex=%d,%d pstamp=%d,%d pgate=%d,%d ver=%d nv=%d,%d ri=%d,%d sa=%d,%d cver=%d cv=%d,%d\n",
+    l_ex, l_phase, held, lost, d_ex, d_stamp, rs_ex, rs_stamp,
+    p_ex[0], SLOT1(p_ex), p_stamp[0], SLOT1(p_stamp), p_gate[0], SLOT1(p_gate),
+    ver, nv[0], LAST(nv, NA), ri[0], LAST(ri, NR), sa[0], LAST(sa, NR), cver, cv[0], LAST(cv, NA))
+}
+
 inline pick_apiserver() {
   a = 0;
 #ifdef HA
@@ -216,10 +238,10 @@ inline pick_replica() {
   skip
 }
 
-/* a write of the label (a new version), when the version budget allows */
-inline write_label(v) {
+/* a write of the label (a new version), when the version budget allows; by 0 a user, 1 the exit, 2 the upgrade */
+inline write_label(v, by) {
   ver++; val[ver] = v; age[ver] = 0;
-  printf("EV namespace: label %d (version %d)\n", v, ver)
+  printf("EV label value=%d v=%d by=%d\n", v, ver, by)
 }
 
 /* versions every view has passed are forgotten: the window starts at the oldest version shown */
@@ -238,6 +260,7 @@ inline canon() {
   od;
   if
   :: r_n > 0 ->
+     printf("EV shift n=%d\n", r_n);
      k = 0;
      do
      :: k + r_n <= ver -> val[k] = val[k + r_n]; age[k] = age[k + r_n]; k++
@@ -286,7 +309,7 @@ inline see_replica(y) {
 #endif
   :: else
   fi;
-  printf("EV replica %d sees version %d (label %d)\n", y, ri[y], val[ri[y]]);
+  printf("EV replica r=%d v=%d from=%d value=%d sa=%d\n", y, ri[y], k, val[ri[y]], sa[y]);
   k = 0;
   canon()
 }
@@ -299,7 +322,7 @@ inline see_apiserver(y) {
   :: break
   od;
 #endif
-  printf("EV apiserver %d sees version %d (label %d)\n", y, nv[y], val[nv[y]]);
+  printf("EV apiserver a=%d v=%d value=%d\n", y, nv[y], val[nv[y]]);
   canon()
 }
 
@@ -347,7 +370,8 @@ inline check() {
   od;
   i = 0;
   /* a Deployment created while the lease existed is its admitted, stamped target */
-  assert(!(d_ex && d_should) || (d_stamp && l_rec))
+  assert(!(d_ex && d_should) || (d_stamp && l_rec));
+  snap()
 }
 
 /* resolve.ts for a Pod of the ReplicaSet (own) or without controller, with its own stamp */
@@ -365,13 +389,13 @@ inline resolve_pod(own, stamp) {
   fi
 }
 
-/* a Pod CREATE at apiserver a */
-inline create_pod(own, stamp, gate) {
+/* a Pod CREATE at apiserver a (what: 0 by the ReplicaSet controller, 1 by a user) */
+inline create_pod(what, own, stamp, gate) {
   pick_apiserver();
+  printf("EV write what=%d a=%d reviewed=%d\n", what, a, REVIEWED(a));
   if
   :: !REVIEWED(a) ->
-     p_ex[p_next] = 1; p_own[p_next] = own; p_stamp[p_next] = stamp; p_gate[p_next] = gate; p_next++;
-     printf("EV apiserver %d: Pod %d admitted without review (namespace out of scope), gated %d\n", a, p_next - 1, gate)
+     p_ex[p_next] = 1; p_own[p_next] = own; p_stamp[p_next] = stamp; p_gate[p_next] = gate; p_next++
   :: REVIEWED(a) ->
      resolve_pod(own, stamp);
      if
@@ -408,14 +432,17 @@ init {
     /* the cluster-wide registration: a managed target already admitted, nothing labelled */
     cver = 0; val[0] = V_NONE; up = 0;
     l_ex = 1; d_ex = 1; d_stamp = 1; d_gate = 1; d_rep = 0; d_should = 1; l_rec = 1; d_done = 1;
-    rs_ex = 1; rs_stamp = 1; rs_tstamp = 1; rs_gate = 1
+    rs_ex = 1; rs_stamp = 1; rs_tstamp = 1; rs_gate = 1;
+    printf("EV init value=%d upgrade=1 na=%d nr=%d settle=%d tickms=%d\n", val[0], NA, NR, S, SCOPE_TICK_MS)
 #else
     /* narrowed and seen everywhere; the namespace in scope or not, for long; nothing in it yet */
     cver = 2; cv[0] = 2; cv[NA - 1] = 2; up = 2;
-    if :: val[0] = V_ENABLED :: val[0] = V_LEAVING :: val[0] = V_NONE fi
+    if :: val[0] = V_ENABLED :: val[0] = V_LEAVING :: val[0] = V_NONE fi;
+    printf("EV init value=%d upgrade=0 na=%d nr=%d settle=%d tickms=%d\n", val[0], NA, NR, S, SCOPE_TICK_MS)
 #endif
     ;
-    sa[0] = S; sa[NR - 1] = S
+    sa[0] = S; sa[NR - 1] = S;
+    snap()
   }
 end:
   do
@@ -428,11 +455,11 @@ end:
        /* activation: a live GET shows the namespace in scope (confirmActivation) */
        :: !l_del && l_phase == PH_NONE && !lost && !other && l_rec && d_ex && d_stamp && IN_SCOPE(val[ver]) ->
           held = 1; l_phase = PH_ACTIVE; d_rep = 1;
-          printf("EV operator: namespace in scope (live GET), lease Active, Deployment scaled up\n")
+          printf("EV activate\n")   /* a live GET showed the namespace in scope */
        /* an Active lease stops once deleted, past its deadline, or out of scope in the leader's informer */
        :: l_phase == PH_ACTIVE && (l_del || lost || !IN_SCOPE(val[ri[0]])) ->
           l_phase = PH_STOPPING;
-          printf("EV operator: Stopping (deleted, deadline, or its informer shows the namespace out of scope)\n")
+          printf("EV stopping deleted=%d lost=%d\n", l_del, lost)   /* else the leader's informer shows it out of scope */
        :: l_phase == PH_NONE && l_del && !held -> l_ex = 0; l_del = 0
        :: else -> skip
        fi;
@@ -445,7 +472,7 @@ end:
        if
        :: r_n == 0 -> held = 0; lost = 0; l_phase = PH_NONE; l_pods = 0;
           if :: l_del -> l_ex = 0; l_del = 0 :: else fi;
-          printf("EV operator: drained and released\n")
+          printf("EV released\n")
        :: else -> skip
        fi;
        r_n = 0;
@@ -458,7 +485,7 @@ end:
           if
           :: p_ex[i] && !p_del[i] && p_gate[i] && p_stamp[i] && p_own[i] && rs_ex && d_ex && l_rec ->
              l_pods = l_pods | BIT(i); p_gate[i] = 0;
-             printf("EV operator: Pod %d registered and ungated\n", i)
+             printf("EV register slot=%d\n", i)
           :: else
           fi;
           i++
@@ -466,38 +493,40 @@ end:
        od;
        i = 0;
        check() }
-  :: atomic { losses > 0 && l_ex && l_phase == PH_ACTIVE -> losses--; lost = 1 }
+  :: atomic { losses > 0 && l_ex && l_phase == PH_ACTIVE -> losses--; lost = 1; printf("EV lost\n") }
   :: atomic { takeovers > 0 && !other && !held -> takeovers--; other = 1;
-       printf("EV central: the other cluster holds the lease\n"); check() }
+       printf("EV other\n"); check() }
 
   /* ================= the exit controller (the leader, scope-exit.ts) ================= */
   :: atomic { e_st == 0 && SETTLED(0, V_LEAVING) && ver < NV - 1 && !ANY_STAMPED ->
        e_st = 1; e_rv = ri[0];
-       printf("EV exit: leader sees version %d leaving, settled; its LISTs find nothing\n", e_rv) }
+       printf("EV exitcheck v=%d\n", e_rv) }   /* the leader sees it leaving, settled; its LISTs find nothing */
   /* the patch: its resourceVersion precondition, then namespace-scope's review of it */
   :: atomic { e_st == 1 ->
        pick_apiserver(); pick_replica();
        if
 #ifndef HOLE_EXIT_UNGUARDED
-       :: ver != e_rv -> e_st = 0; printf("EV exit: 409, the namespace changed since version %d\n", e_rv)
+       :: ver != e_rv -> e_st = 0;   /* 409: the namespace changed since e_rv */
+          printf("EV exitpatch a=%d r=%d guarded=%d outcome=0\n", a, x, cv[a] >= 1)
        :: ver == e_rv && cv[a] >= 1 && !(val[ver] == V_LEAVING && SETTLED(x, V_LEAVING) && !ANY_STAMPED) ->
-          e_st = 0; printf("EV exit: removal denied (replica %d)\n", x)
+          e_st = 0; printf("EV exitpatch a=%d r=%d guarded=1 outcome=1\n", a, x)   /* denied */
 #endif
-       :: val[ver] == V_NONE -> e_st = 0   /* nothing to remove: the patch writes nothing */
-       :: else -> e_st = 2; e_av = ver; e_t = COMMIT;
-          printf("EV exit: removal admitted (apiserver %d, replica %d)\n", a, x)
+       :: val[ver] == V_NONE -> e_st = 0;   /* nothing to remove: the patch writes nothing (a 409 if changed) */
+          printf("EV exitpatch a=%d r=%d guarded=%d outcome=%d\n", a, x, cv[a] >= 1, (ver != e_rv -> 0 : 2))
+       :: else -> e_st = 2; e_av = ver; e_t = COMMIT;   /* admitted */
+          printf("EV exitpatch a=%d r=%d guarded=%d outcome=3\n", a, x, cv[a] >= 1)
        fi;
        if :: e_st == 0 -> e_rv = 0 :: else fi;
        a = 0; x = 0 }
   /* the write: the apiserver's optimistic update (changed meanwhile: admitted again) */
   :: atomic { e_st == 2 && ver < NV - 1 ->
        if
-       :: ver == e_av -> write_label(V_NONE); e_st = 0
+       :: ver == e_av -> printf("EV exitwrite written=1\n"); write_label(V_NONE, 1); e_st = 0
 #ifdef HOLE_EXIT_UNGUARDED
-       :: ver != e_av && val[ver] != V_NONE -> write_label(V_NONE); e_st = 0
-       :: ver != e_av && val[ver] == V_NONE -> e_st = 0   /* nothing to remove: no write */
+       :: ver != e_av && val[ver] != V_NONE -> printf("EV exitwrite written=1\n"); write_label(V_NONE, 1); e_st = 0
+       :: ver != e_av && val[ver] == V_NONE -> e_st = 0; printf("EV exitwrite written=0\n")   /* nothing to remove: no write */
 #else
-       :: ver != e_av -> e_st = 1
+       :: ver != e_av -> e_st = 1; printf("EV exitwrite written=0\n")   /* changed meanwhile: the patch again */
 #endif
        fi;
        e_av = 0; e_t = 0;
@@ -508,8 +537,9 @@ end:
   /* a plan: #label's LISTs label every holder without a value */
   :: atomic { up < 2 && !pl && !c_pend ->
        if
-       :: ANY_STAMPED && val[ver] == V_NONE && ver < NV - 1 -> write_label(V_ENABLED); ls = 1; la = 0
-       :: else
+       :: ANY_STAMPED && val[ver] == V_NONE && ver < NV - 1 ->
+          printf("EV plan holders=1 labelled=1 full=0\n"); write_label(V_ENABLED, 2); ls = 1; la = 0
+       :: else -> printf("EV plan holders=%d labelled=0 full=%d\n", ANY_STAMPED, ver >= NV - 1)
        fi;
        pl = 1; pl_t = COMMIT; ph = ANY_STAMPED;
 #ifdef FIX_PLAN_CLOCK
@@ -528,8 +558,8 @@ end:
 #endif
           if
           :: cver == 0 -> c_pend = 1; c_t = COMMIT; c_next = 1;
-             printf("EV leader: writes the scope guards, selectors still cluster-wide\n")
-          :: else
+             printf("EV planclock writes=1\n")   /* the scope guards, the selectors still cluster-wide */
+          :: else -> printf("EV planclock writes=0\n")
           fi
 #ifdef HOLE_EARLY_NARROW
        :: gs && cver >= 1 ->
@@ -545,14 +575,14 @@ end:
           1 ->
 #endif
           up = 2; c_pend = 1; c_t = COMMIT; c_next = 2;
-          printf("EV leader: narrows the workload webhooks to the scope\n")
-       :: else
+          printf("EV planclock writes=2\n")   /* narrows the workload webhooks to the scope */
+       :: else -> printf("EV planclock writes=0\n")
        fi;
        ph = 0 }
   :: atomic { c_pend -> c_pend = 0; cver = c_next; cage[cver] = 0; c_next = 0;
        /* narrowed: the plan is done, its clocks forgotten */
        if :: cver == 2 -> gs = 0; ga = 0; ls = 0; la = 0 :: else fi;
-       printf("EV configurations written: %d\n", cver) }
+       printf("EV configwrite c=%d\n", cver) }
 #endif
 
   /* ================= the views ================= */
@@ -560,13 +590,14 @@ end:
   :: atomic { NA > 1 && nv[NA - 1] < ver -> see_apiserver(NA - 1) }
   :: atomic { ri[0] < ver -> see_replica(0); check() }
   :: atomic { NR > 1 && ri[NR - 1] < ver -> see_replica(NR - 1) }
-  :: atomic { cv[0] < cver -> cv[0] = cver; printf("EV apiserver 0 sees configuration %d\n", cver) }
-  :: atomic { NA > 1 && cv[NA - 1] < cver -> cv[NA - 1] = cver; printf("EV apiserver 1 sees configuration %d\n", cver) }
+  :: atomic { cv[0] < cver -> cv[0] = cver; printf("EV config a=0 c=%d\n", cver) }
+  :: atomic { NA > 1 && cv[NA - 1] < cver -> cv[NA - 1] = cver; printf("EV config a=1 c=%d\n", cver) }
 
   /* ================= Kubernetes' controllers ================= */
   /* the Deployment controller creates the ReplicaSet from the template */
   :: atomic { d_ex && !rs_ex ->
        pick_apiserver();
+       printf("EV write what=2 a=%d reviewed=%d\n", a, REVIEWED(a));
        if
        :: !REVIEWED(a) -> rs_ex = 1; rs_stamp = 0; rs_tstamp = d_stamp; rs_gate = d_gate
        :: REVIEWED(a) && l_ex && !l_del -> rs_ex = 1; rs_stamp = 1; rs_tstamp = 1; rs_gate = 1
@@ -578,7 +609,7 @@ end:
   :: atomic { rs_ex && d_ex && rs_rep != d_rep -> rs_rep = d_rep }
   :: atomic { rs_ex && rs_rep > 0 && p_next < NP &&
        !((p_ex[0] && p_own[0] && !p_del[0]) || (NP > 1 && p_ex[1] && p_own[1] && !p_del[1])) ->
-       create_pod(1, rs_tstamp, rs_gate); check() }
+       create_pod(0, 1, rs_tstamp, rs_gate); check() }
   :: atomic { rs_ex && rs_rep == 0 && ((p_ex[0] && p_own[0] && !p_del[0]) || (NP > 1 && p_ex[1] && p_own[1] && !p_del[1])) ->
        if
        :: p_ex[0] && p_own[0] && !p_del[0] -> if :: p_gate[0] -> p_ex[0] = 0 :: else -> p_del[0] = 1 fi
@@ -597,20 +628,20 @@ end:
   :: atomic { user > 0 && !l_ex && !l_pend && !d_done -> user--;
        pick_apiserver(); pick_replica();
        if
-       :: cv[a] >= 1 && !ENTRY_OK(x) -> printf("EV user: BerthLease denied (replica %d)\n", x)
-       :: else -> l_pend = 1; l_t = COMMIT; printf("EV user: BerthLease admitted (apiserver %d, replica %d)\n", a, x)
+       :: cv[a] >= 1 && !ENTRY_OK(x) -> printf("EV leasecreate a=%d r=%d guarded=1 admitted=0\n", a, x)
+       :: else -> l_pend = 1; l_t = COMMIT; printf("EV leasecreate a=%d r=%d guarded=%d admitted=1\n", a, x, cv[a] >= 1)
        fi;
        a = 0; x = 0 }
-  :: atomic { l_pend -> l_pend = 0; l_t = 0; l_ex = 1; printf("EV BerthLease written\n"); check() }
+  :: atomic { l_pend -> l_pend = 0; l_t = 0; l_ex = 1; printf("EV leasewritten\n"); check() }
   /* the target's CREATE (a root: a live LIST of leases when reviewed) */
   :: atomic { user > 0 && !d_ex && !d_done -> user--; d_done = 1;
        pick_apiserver();
        d_should = l_ex;
+       printf("EV write what=3 a=%d reviewed=%d\n", a, REVIEWED(a));
        if
-       :: !REVIEWED(a) -> d_ex = 1; d_rep = 1; printf("EV user: Deployment created without review (apiserver %d)\n", a)
+       :: !REVIEWED(a) -> d_ex = 1; d_rep = 1
        :: REVIEWED(a) && l_ex && !l_del && l_phase == PH_NONE && l_pods == 0 ->
-          d_ex = 1; d_stamp = 1; d_gate = 1; d_rep = 1; l_rec = 1;
-          printf("EV user: Deployment created, stamped, admission recorded (apiserver %d)\n", a)
+          d_ex = 1; d_stamp = 1; d_gate = 1; d_rep = 1; l_rec = 1   /* stamped, the admission recorded */
        :: REVIEWED(a) && l_ex && !(!l_del && l_phase == PH_NONE && l_pods == 0) -> d_should = 0
        :: REVIEWED(a) && !l_ex -> d_ex = 1; d_rep = 1
        fi;
@@ -618,14 +649,14 @@ end:
        check() }
   /* a Pod naming the ReplicaSet as its controller, without gate or stamp */
   :: atomic { user > 0 && p_next < NP && rs_ex -> user--;
-       printf("EV user: creates a Pod naming the ReplicaSet, ungated\n");
-       create_pod(1, 0, 0); check() }
+       create_pod(1, 1, 0, 0); check() }
   /* the gate off a stamped Pod (validateManagedObject: only the operator) */
   :: atomic { user > 0 && ((p_ex[0] && p_gate[0]) || (NP > 1 && p_ex[1] && p_gate[1])) -> user--;
        r_n = (p_ex[0] && p_gate[0] -> 0 : 1);
        pick_apiserver();
+       printf("EV write what=4 a=%d reviewed=%d\n", a, REVIEWED(a));
        if
-       :: !REVIEWED(a) || !p_stamp[r_n] -> p_gate[r_n] = 0; printf("EV user: removes the gate of Pod %d (apiserver %d)\n", r_n, a)
+       :: !REVIEWED(a) || !p_stamp[r_n] -> p_gate[r_n] = 0
        :: else -> skip
        fi;
        r_n = 0; a = 0;
@@ -633,9 +664,9 @@ end:
   /* the Deployment's template gate off and its replicas up (7b, 7d) */
   :: atomic { user > 0 && d_ex -> user--;
        pick_apiserver();
+       printf("EV write what=5 a=%d reviewed=%d\n", a, REVIEWED(a));
        if
-       :: !REVIEWED(a) || !d_stamp -> d_gate = 0; d_rep = 1; rs_gate = 0;   /* the rollout's ReplicaSet has no gate either */
-          printf("EV user: the Deployment's template gate off, replicas 1 (apiserver %d)\n", a)
+       :: !REVIEWED(a) || !d_stamp -> d_gate = 0; d_rep = 1; rs_gate = 0   /* the rollout's ReplicaSet has no gate either */
        :: REVIEWED(a) && d_stamp && LIVE_ACTIVE -> d_rep = 1
        :: else -> skip
        fi;
@@ -643,25 +674,25 @@ end:
        check() }
   /* label writes (namespace-scope reviews each on the object it replaces): enabled <-> leaving, adding */
   :: atomic { user > 0 && ver < NV - 1 && val[ver] != V_LEAVING -> user--;
-       write_label(V_LEAVING); printf("EV user: sets leaving\n") }
+       printf("EV userset value=%d\n", V_LEAVING); write_label(V_LEAVING, 0) }
   :: atomic { user > 0 && ver < NV - 1 && val[ver] != V_ENABLED -> user--;
-       write_label(V_ENABLED); printf("EV user: sets enabled\n") }
+       printf("EV userset value=%d\n", V_ENABLED); write_label(V_ENABLED, 0) }
   /* a removal by a user: only where the apiserver does not call namespace-scope yet (the upgrade) */
   :: atomic { user > 0 && ver < NV - 1 && val[ver] != V_NONE -> user--;
        pick_apiserver();
        if
-       :: cv[a] == 0 -> write_label(V_NONE); printf("EV user: removes the label (apiserver %d has no guard)\n", a)
+       :: cv[a] == 0 -> printf("EV userremove a=%d guarded=0 admitted=1\n", a); write_label(V_NONE, 0)
 #ifdef HOLE_ONE_STEP
        /* v1: a removal from enabled guarded by the live LISTs alone, written later */
        :: cv[a] >= 1 && !u_pend && !ANY_STAMPED -> u_pend = 1; u_av = ver; u_t = COMMIT;
-          printf("EV user: removal admitted (the LISTs found nothing)\n")
+          printf("EV userremove a=%d guarded=1 admitted=1\n", a)   /* the LISTs found nothing */
 #endif
-       :: else -> printf("EV user: removal denied (two steps, the operator's)\n")
+       :: else -> printf("EV userremove a=%d guarded=%d admitted=0\n", a, cv[a] >= 1)   /* two steps, the operator's */
        fi;
        a = 0 }
 #ifdef HOLE_ONE_STEP
   :: atomic { u_pend && ver < NV - 1 ->
-       if :: ver == u_av -> write_label(V_NONE) :: else fi;
+       if :: ver == u_av -> write_label(V_NONE, 0) :: else fi;
        u_pend = 0; u_av = 0; u_t = 0 }
 #endif
   od

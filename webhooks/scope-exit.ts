@@ -43,6 +43,40 @@ export interface ScopeExitOptions {
 
 const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const;
 
+/** What the exit controller does for a namespace now. */
+export type ScopeExitStep =
+  /** This replica does not see it leaving (out of scope, enabled, or not listed yet). */
+  | { kind: 'none' }
+  /** Leaving, not for the settle period yet: look again then. */
+  | { kind: 'settling'; requeueAfterMs: number }
+  /** Settled, but something managed is left (the reason). */
+  | { kind: 'waiting'; holder: string }
+  /** Settled and nothing left: remove the label, guarded by the resourceVersion this replica saw. */
+  | { kind: 'remove'; resourceVersion: string };
+
+/**
+ * The exit's decision from this replica's entry at `now`; `holder` runs the live LISTs (scopeHolder),
+ * only once the namespace has been seen leaving for the settle period.
+ */
+export async function decideScopeExit(
+  entry: ReturnType<ScopeEntries['entry']>,
+  now: number,
+  holder: () => Promise<string | undefined>,
+): Promise<ScopeExitStep> {
+  const left = settleLeft(entry, SCOPE_LEAVING, now);
+  if (left === undefined || entry === undefined || entry === 'out') return { kind: 'none' };
+  if (left > 0) return { kind: 'settling', requeueAfterMs: left };
+  const found = await holder();
+  return found === undefined
+    ? { kind: 'remove', resourceVersion: entry.resourceVersion }
+    : { kind: 'waiting', holder: found };
+}
+
+/** The removal's merge patch: the label gone, only if the namespace is still at `resourceVersion`. */
+export const scopeRemovalPatch = (resourceVersion: string) => ({
+  metadata: { resourceVersion, labels: { [SCOPE_LABEL]: null } },
+});
+
 export class ScopeExit {
   readonly controller: Controller;
   readonly #o: ScopeExitOptions;
@@ -62,16 +96,17 @@ export class ScopeExit {
   }
 
   async #reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult> {
-    const entry = this.#o.scope.entry(name);
-    const left = settleLeft(entry, SCOPE_LEAVING, this.#o.clock.now());
-    if (left === undefined || entry === undefined || entry === 'out') {
+    const step = await decideScopeExit(this.#o.scope.entry(name), this.#o.clock.now(), () =>
+      scopeHolder(this.#o.io(), name),
+    );
+    if (step.kind === 'none') {
       this.#reported.delete(name);
       return {};
     }
-    if (left > 0) return { requeueAfter: left };
+    if (step.kind === 'settling') return { requeueAfter: step.requeueAfterMs };
     const regarding = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
-    const holder = await scopeHolder(this.#o.io(), name);
-    if (holder !== undefined) {
+    if (step.kind === 'waiting') {
+      const { holder } = step;
       if (this.#reported.get(name) !== holder) {
         this.#reported.set(name, holder);
         ctx.log.info({ holder }, 'namespace leaving the workload admission scope waits');
@@ -84,7 +119,7 @@ export class ScopeExit {
         await this.#o.transport.request({
           method: 'PATCH',
           path: resourcePath(NAMESPACES, name),
-          body: { metadata: { resourceVersion: entry.resourceVersion, labels: { [SCOPE_LABEL]: null } } },
+          body: scopeRemovalPatch(step.resourceVersion),
           contentType: 'application/merge-patch+json',
           signal: ctx.signal,
         }),

@@ -8,7 +8,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { isNotFound, readJson, resourcePath } from '../kube/client.ts';
 import { type Clock, realClock } from '../kube/clock.ts';
-import { Informer } from '../kube/informer.ts';
+import { type EventHandlers, Informer } from '../kube/informer.ts';
 import type { KubeRequester } from '../kube/transport.ts';
 import type { Logger } from '../observability/logger.ts';
 import { inAdmissionScope, SCOPE_ENABLED, SCOPE_LABEL, SCOPE_LEAVING, scopeValue } from './api.ts';
@@ -50,6 +50,44 @@ export function nextScopeEntry(
   return { value, since, resourceVersion: ns.metadata?.resourceVersion ?? '' };
 }
 
+/**
+ * What this replica has seen of the namespaces in scope, fed by the events of a label-selected informer
+ * (`handlers`): one that leaves the scope is a deletion there. NamespaceScope's record, on its own so that
+ * the trace replay of verify/scope.pml drives the same handlers (docs/verification.md, "The scope replay").
+ */
+export class ScopeObservations {
+  readonly #seen = new Map<string, ScopeEntry>();
+  readonly #now: () => number;
+  readonly #synced: () => boolean;
+  /** The informer's handlers: each event recorded with nextScopeEntry at `now`. */
+  readonly handlers: EventHandlers<KubernetesObject>;
+
+  /** `now`: when a value is first seen; `synced`: whether the informer has listed once. */
+  constructor(now: () => number, synced: () => boolean) {
+    this.#now = now;
+    this.#synced = synced;
+    const observe = (ns: KubernetesObject, relisted: boolean): void => {
+      const name = ns.metadata?.name ?? '';
+      const next = nextScopeEntry(this.#seen.get(name), ns, relisted, this.#now());
+      if (next === undefined) this.#seen.delete(name);
+      else this.#seen.set(name, next);
+    };
+    this.handlers = {
+      onAdd: (ns) => observe(ns, false),
+      onUpdate: (_old, ns, relisted) => observe(ns, relisted),
+      onDelete: (ns) => {
+        this.#seen.delete(ns.metadata?.name ?? '');
+      },
+    };
+  }
+
+  /** In scope with its value, outside ('out'), or undefined before the first list. */
+  entry(namespace: string): ScopeEntry | 'out' | undefined {
+    if (!this.#synced()) return undefined;
+    return this.#seen.get(namespace) ?? 'out';
+  }
+}
+
 export interface NamespaceScopeOptions {
   transport: KubeRequester;
   /** When a value is first seen (the settle periods). Default: the real clock. */
@@ -65,7 +103,7 @@ export class NamespaceScope implements ScopeView {
   readonly informer: Informer<KubernetesObject>;
   readonly #transport: KubeRequester;
   readonly #clock: Clock;
-  readonly #seen = new Map<string, ScopeEntry>();
+  readonly #seen: ScopeObservations;
 
   constructor(options: NamespaceScopeOptions) {
     this.#transport = options.transport;
@@ -79,25 +117,16 @@ export class NamespaceScope implements ScopeView {
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
     });
-    const observe = (ns: KubernetesObject, relisted: boolean): void => {
-      const name = ns.metadata?.name ?? '';
-      const next = nextScopeEntry(this.#seen.get(name), ns, relisted, this.#clock.now());
-      if (next === undefined) this.#seen.delete(name);
-      else this.#seen.set(name, next);
-    };
-    this.informer.addEventHandler({
-      onAdd: (ns) => observe(ns, false),
-      onUpdate: (_old, ns, relisted) => observe(ns, relisted),
-      onDelete: (ns) => {
-        this.#seen.delete(ns.metadata?.name ?? '');
-      },
-    });
+    this.#seen = new ScopeObservations(
+      () => this.#clock.now(),
+      () => this.informer.hasSynced(),
+    );
+    this.informer.addEventHandler(this.#seen.handlers);
   }
 
   /** How this replica sees `namespace`: in scope with its value, outside ('out'), or undefined before the first list. */
   entry(namespace: string): ScopeEntry | 'out' | undefined {
-    if (!this.informer.hasSynced()) return undefined;
-    return this.#seen.get(namespace) ?? 'out';
+    return this.#seen.entry(namespace);
   }
 
   cached(namespace: string): boolean | undefined {
