@@ -3,24 +3,46 @@
 // each check can fail. Counterexamples of the runs marked `replay` are replayed on the real code
 // (lenient: the environment of the trace, the code's own decisions): a hole's must not break the code,
 // a finding's (or a bound exceeded) documents that the code has the same window. Needs Spin and cc (apt-get install spin).
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PROFILES } from '../../../verify/constants.ts';
 import { type ModelRun, RUNS } from '../../../verify/runs.ts';
+import { parseScopeEvent } from '../../../verify/scope-trace.ts';
 import { type PanResult, pooled, requireSpin, verify } from '../../../verify/spin.ts';
 import { parseTrace } from '../../../verify/trace.ts';
 import { replayLease } from './lease-replay.ts';
 
+/** The budget: 5 minutes on 2 cores, as CPU time, so that what runs beside the checks does not count. */
+const BUDGET_CPU_SECONDS = 2 * 300;
+/** A hang guard only: on a machine loaded beyond its cores the wall time says little. */
+const HANG_GUARD_MS = 900_000;
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU seconds (user + system) of this process's children so far: spin, cc and pan (/proc/self/stat). */
+function childCpuSeconds(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  // After "pid (comm) ": state is field 3; cutime and cstime are fields 16 and 17.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS;
+}
+
 const results = new Map<string, PanResult>();
-let started = 0;
+let cpuSeconds = 0;
 
 beforeAll(async () => {
   requireSpin();
-  started = performance.now();
+  const cpuBefore = childCpuSeconds();
+  const started = performance.now();
   const out = await pooled(RUNS, 2, (run) => verify(run));
   RUNS.forEach((run, i) => {
     results.set(run.name, out[i]!);
   });
-}, 300_000);
+  cpuSeconds = childCpuSeconds() - cpuBefore;
+  const wall = Math.round((performance.now() - started) / 1000);
+  process.stdout.write(`models: ${RUNS.length} checks, ${Math.round(cpuSeconds)} CPU s, ${wall} s wall\n`);
+}, HANG_GUARD_MS);
 
 const resultOf = (run: ModelRun): PanResult => {
   const r = results.get(run.name);
@@ -52,8 +74,9 @@ describe('the models at the CI bounds', () => {
     });
   }
 
-  it('the whole CI verification fits its budget (5 minutes on 2 cores)', () => {
-    expect(performance.now() - started).toBeLessThan(300_000);
+  it('the whole CI verification fits its budget (5 minutes on 2 cores: 600 CPU seconds)', () => {
+    expect(cpuSeconds).toBeGreaterThan(0);
+    expect(cpuSeconds).toBeLessThan(BUDGET_CPU_SECONDS);
   });
 });
 
@@ -82,10 +105,10 @@ describe('the scope counterexamples end in a write of a managed chain admitted w
   for (const run of RUNS.filter((r) => r.model === 'scope.pml' && r.expect === 'counterexample')) {
     it(run.name, () => {
       const trail = resultOf(run).trail ?? [];
-      expect(
-        trail.some((l) => /without review|removes the gate|has no guard/.test(l)),
-        trail.join('\n'),
-      ).toBe(true);
+      const unreviewed = trail
+        .map(parseScopeEvent)
+        .some((e) => (e.kind === 'write' && !e.reviewed) || (e.kind === 'userremove' && !e.guarded));
+      expect(unreviewed, trail.join('\n')).toBe(true);
     });
   }
 });
