@@ -42,8 +42,9 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          // Each file starts its own control planes (test/e2e/env.ts); this builds their binaries first.
-          globalSetup: ['test/e2e/global-setup.ts'],
+          // Each file starts its own control planes (test/e2e/env.ts); this builds their binaries first,
+          // and prometheus for the monitoring scenario (also against external clusters).
+          globalSetup: ['test/e2e/global-setup.ts', 'test/setup/prometheus.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // External clusters (E2E_KUBECONFIG) are shared by every file, and each file's operator covers
