@@ -31,8 +31,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          // The shared control plane, and Helm for the chart's tests (both built on first use).
-          globalSetup: ['test/setup/controlplane.ts', 'test/setup/helm.ts'],
+          // The shared control plane, Helm for the chart's tests and promtool for the rules' (all built on
+          // first use, outside any hook timeout).
+          globalSetup: ['test/setup/controlplane.ts', 'test/setup/helm.ts', 'test/setup/prometheus.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
