@@ -31,8 +31,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          // The shared control plane, and Helm for the chart's tests (both built on first use).
-          globalSetup: ['test/setup/controlplane.ts', 'test/setup/helm.ts'],
+          // The shared control plane, Helm for the chart's tests and promtool for the rules' (all built on
+          // first use, outside any hook timeout).
+          globalSetup: ['test/setup/controlplane.ts', 'test/setup/helm.ts', 'test/setup/prometheus.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -42,8 +43,9 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          // Each file starts its own control planes (test/e2e/env.ts); this builds their binaries first.
-          globalSetup: ['test/e2e/global-setup.ts'],
+          // Each file starts its own control planes (test/e2e/env.ts); this builds their binaries first,
+          // and prometheus for the monitoring scenario (also against external clusters).
+          globalSetup: ['test/e2e/global-setup.ts', 'test/setup/prometheus.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // External clusters (E2E_KUBECONFIG) are shared by every file, and each file's operator covers

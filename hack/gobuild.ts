@@ -1,6 +1,7 @@
 // Building Go programs from modules pinned in this repository (a small module per tool, whose `tool`
 // directive names what is built, so that its go.sum covers exactly that) into a cache outside the
-// checkout, keyed by the pins: the control plane (hack/controlplane/build.ts) and Helm (hack/helm/build.ts).
+// checkout, keyed by the pins: the control plane (hack/controlplane/build.ts), Helm (hack/helm/build.ts) and
+// Prometheus with promtool (hack/prometheus/build.ts).
 // A build is staged and renamed into place when complete, two builds of one key share one (a lock), and a
 // refused module is reported by name. See docs/controlplane.md.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -27,6 +28,8 @@ export interface GoModule {
   packages: Array<{ pkg: string; binary: string }>;
   /** The version stamps the project's own build sets. */
   ldflags: (version: string) => string[];
+  /** Build tags (`go build -tags`), when the project's own build sets some. */
+  tags?: readonly string[];
 }
 
 /** Progress lines, already prefixed with what is being built. */
@@ -254,6 +257,7 @@ export async function buildModule(
     '-trimpath',
     '-ldflags',
     ['-s', '-w', ...mod.ldflags(version)].join(' '),
+    ...(mod.tags?.length ? ['-tags', mod.tags.join(',')] : []),
     '-o',
     // One package is named by its binary; several go into the directory, named by their paths.
     mod.packages.length === 1 ? join(out, mod.packages[0]!.binary) : `${out}/`,

@@ -111,7 +111,7 @@ export function buildOperator(config: RunConfig, deps: OperatorDeps): Operator {
     : undefined;
   const secure =
     config.metricsSecure && parseBindAddress(config.metricsBindAddress) !== undefined
-      ? secureMetrics({ certDir: config.metricsCertDir, transport, logger })
+      ? secureMetrics({ certDir: config.metricsCertDir, transport, logger, registry })
       : undefined;
   const manager = new Manager({
     logger,

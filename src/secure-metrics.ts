@@ -7,12 +7,14 @@
 // runnable of the first start group) has one, TLS handshakes fail, and readiness does not wait for it.
 import { createServer, type Server as HttpsServer } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
+import type { Registry } from 'prom-client';
 import { EphemeralCertificateProvider } from '../certs/ephemeral.ts';
 import { FilesCertificateProvider } from '../certs/files.ts';
+import { METRICS_EXPIRY, registerExpirySource } from '../certs/metrics.ts';
 import type { CertificateProvider } from '../certs/provider.ts';
 import { attachToTlsServer } from '../certs/tls-server.ts';
 import { reviewNonResourceAccess, reviewToken } from './kube/access-review.ts';
-import type { Clock } from './kube/clock.ts';
+import { type Clock, realClock } from './kube/clock.ts';
 import type { Runnable } from './kube/manager.ts';
 import { METRICS_ACCESS, ScrapeAuthorizer, type ScrapeCacheTtls } from './kube/metrics-auth.ts';
 import type { KubeRequester } from './kube/transport.ts';
@@ -33,6 +35,8 @@ export interface SecureMetricsOptions {
   logger: Logger;
   clock?: Clock;
   ttls?: ScrapeCacheTtls;
+  /** Where `berth_metrics_certificate_expiry_seconds` is exported (the registry the listener serves). */
+  registry?: Registry;
 }
 
 export interface SecureMetrics {
@@ -54,6 +58,17 @@ export function secureMetrics(options: SecureMetricsOptions): SecureMetrics {
           ...clock,
         })
       : new FilesCertificateProvider({ dir: options.certDir, logger, ...clock });
+  if (options.registry !== undefined) {
+    const now = options.clock ?? realClock;
+    registerExpirySource(
+      options.registry,
+      () => {
+        const expiry = provider.expiry();
+        return expiry === undefined ? undefined : (expiry.getTime() - now.now()) / 1000;
+      },
+      METRICS_EXPIRY,
+    );
+  }
   const transport: KubeRequester = {
     request: (req) => options.transport.request({ ...req, timeoutMs: REVIEW_TIMEOUT_MS }),
   };

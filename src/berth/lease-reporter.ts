@@ -1,11 +1,12 @@
 // What the BerthLease reconciler tells the outside about a lease: Events on ownership transitions and
-// releases, and the berth_lease_* metrics (held per lease, transitions, acquire latency). Reporting never
+// releases, and the berth_lease_* metrics (held, heartbeat health and holder per lease, transitions,
+// refused lower fencing tokens, acquire latency). Reporting never
 // fails a reconcile: a recorder that rejects is ignored.
 import type { Registry } from 'prom-client';
 import type { Referenceable } from '../kube/events.ts';
-import type { BerthLease, BerthLeaseStatus } from './api.ts';
+import { type BerthLease, type BerthLeaseStatus, ConditionType } from './api.ts';
 import { type AcquireOutcome, type BerthLeaseMetrics, berthLeaseMetrics } from './metrics.ts';
-import { claimsHeld } from './status.ts';
+import { claimsHeld, findCondition } from './status.ts';
 import { LeaseEventAction, LeaseEventReason, type LeaseTransition, transitionsOf } from './transitions.ts';
 
 /** An EventRecorder, or a fake. Must never throw or reject. */
@@ -44,19 +45,42 @@ export class LeaseReporter {
     this.#metrics?.acquireDuration.observe({ outcome }, (performance.now() - started) / 1000);
   }
 
+  /** The per-lease gauges from the lease's status: held, heartbeat health, holder named. */
   setHeld(lease: BerthLease): void {
+    const metrics = this.#metrics;
+    if (metrics === undefined) return;
     const { namespace = '', name } = lease.metadata;
-    this.#metrics?.held.set({ namespace, name }, claimsHeld(lease.status) ? 1 : 0);
+    const labels = { namespace, name };
+    metrics.held.set(labels, claimsHeld(lease.status) ? 1 : 0);
+    metrics.holderPresent.set(labels, (lease.status?.currentHolder ?? '') === '' ? 0 : 1);
+    // Exported from 0, so the first anomaly is an increase the alert sees.
+    metrics.fencingAnomalies.inc(labels, 0);
+    const heartbeat = findCondition(lease.status, ConditionType.HeartbeatHealthy)?.status;
+    if (heartbeat === 'True') metrics.heartbeatHealthy.set(labels, 1);
+    else if (heartbeat === 'False') metrics.heartbeatHealthy.set(labels, 0);
+    else metrics.heartbeatHealthy.remove(labels);
   }
 
-  /** The lease is gone (or was never ours to track): its series goes. */
+  /** A central "acquired" answer was refused: its fencing token is below the highest seen. */
+  fencingAnomaly(lease: BerthLease): void {
+    const { namespace = '', name } = lease.metadata;
+    this.#metrics?.fencingAnomalies.inc({ namespace, name });
+  }
+
+  /** The lease is gone (or was never ours to track): its series go. */
   forget(namespace: string, name: string): void {
-    this.#metrics?.held.remove({ namespace, name });
+    const labels = { namespace, name };
+    this.#metrics?.held.remove(labels);
+    this.#metrics?.heartbeatHealthy.remove(labels);
+    this.#metrics?.holderPresent.remove(labels);
+    this.#metrics?.fencingAnomalies.remove(labels);
   }
 
   /** This replica stopped reconciling: it no longer knows who holds what. */
   reset(): void {
     this.#metrics?.held.reset();
+    this.#metrics?.heartbeatHealthy.reset();
+    this.#metrics?.holderPresent.reset();
   }
 
   event(lease: BerthLease, type: 'normal' | 'warning', reason: string, action: string, note: string): void {

@@ -1,5 +1,7 @@
 // The BerthLease controller's own metrics (the original has none): whether this cluster holds each
-// lease, how long central Acquire calls take, and ownership transitions.
+// lease, whether its heartbeat is healthy and whether its status names any holder, how long central
+// Acquire calls take, ownership transitions, and central answers refused for a fencing token that went
+// backwards.
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from '../observability/metrics.ts';
 
@@ -9,6 +11,12 @@ export type TransitionState = 'held' | 'waiting' | 'released';
 export interface BerthLeaseMetrics {
   /** 1 while this cluster's status claims the lease, else 0; removed with the BerthLease. */
   held: Gauge<'namespace' | 'name'>;
+  /** 1 while the HeartbeatHealthy condition is True, 0 while False; absent without it; removed with the BerthLease. */
+  heartbeatHealthy: Gauge<'namespace' | 'name'>;
+  /** 1 while the status names a current holder (this cluster or another), else 0; removed with the BerthLease. */
+  holderPresent: Gauge<'namespace' | 'name'>;
+  /** Central "acquired" answers refused because their token is below the highest this lease was seen with. */
+  fencingAnomalies: Counter<'namespace' | 'name'>;
   acquireDuration: Histogram<'outcome'>;
   transitions: Counter<'namespace' | 'name' | 'state'>;
 }
@@ -23,6 +31,21 @@ export function berthLeaseMetrics(registry: Registry): BerthLeaseMetrics {
     held: getOrCreateGauge(registry, {
       name: 'berth_lease_held',
       help: 'Whether this cluster holds the BerthLease at the central Berth lease API (1) or not (0).',
+      labelNames: ['namespace', 'name'],
+    }),
+    heartbeatHealthy: getOrCreateGauge(registry, {
+      name: 'berth_lease_heartbeat_healthy',
+      help: "Whether the BerthLease's HeartbeatHealthy condition is True (1) or False (0).",
+      labelNames: ['namespace', 'name'],
+    }),
+    holderPresent: getOrCreateGauge(registry, {
+      name: 'berth_lease_holder_present',
+      help: 'Whether the BerthLease status names a current holder, this cluster or another (1), or none (0).',
+      labelNames: ['namespace', 'name'],
+    }),
+    fencingAnomalies: getOrCreateCounter(registry, {
+      name: 'berth_lease_fencing_anomalies_total',
+      help: 'Central Acquire answers refused because their fencing token is below the highest this BerthLease was seen with.',
       labelNames: ['namespace', 'name'],
     }),
     acquireDuration: getOrCreateHistogram(registry, {

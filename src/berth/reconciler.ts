@@ -269,9 +269,12 @@ export class BerthLeaseReconciler {
     // failed call (kept only until the local deadline, retried within 1 s, HeartbeatHealthy=False),
     // not with the error backoff, which grows far past any deadline while the central API misbehaves.
     const now = run.now();
-    const bad = checkCentralAnswer(res, run.holder, now, this.#highestToken(lease));
+    const highest = this.#highestToken(lease);
+    const bad = checkCentralAnswer(res, run.holder, now, highest);
     if (bad !== undefined || res.expiresAt === undefined) {
       this.#reporter.observeAcquire('error', started);
+      // A token that went backwards is what fencing exists to catch: counted on its own for alerting.
+      if (res.fencingToken > 0 && res.fencingToken < highest) this.#reporter.fencingAnomaly(lease);
       run.log.error(
         {
           holder: res.holder,

@@ -1,6 +1,8 @@
-// The central server's metrics (docs/behaviour.md §3.10), created in an injected registry, and a
-// Store decorator that times every store call.
+// The central server's metrics (docs/behaviour.md §3.10), created in an injected registry, a Store
+// decorator that times every store call, and (not in the original) the serving certificate's expiry.
+import { X509Certificate } from 'node:crypto';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Clock } from '../kube/clock.ts';
 import {
   exponentialBuckets,
   getOrCreateCounter,
@@ -85,4 +87,29 @@ export function instrumentStore(store: Store, metrics: CentralMetrics): Store {
       timed('put', () => store.put(expectedVersion, record)),
     close: () => store.close?.() ?? Promise.resolve(),
   };
+}
+
+export const CERTIFICATE_EXPIRY_METRIC = 'berth_apiserver_certificate_expiry_seconds';
+
+/**
+ * `berth_apiserver_certificate_expiry_seconds`: seconds until the serving certificate (the first of the
+ * PEM, the leaf) expires, computed at scrape time. The server reads its certificate once at start, so a
+ * renewed Secret is served (and seen here) after a restart only. A certificate that cannot be parsed
+ * exports nothing: the TLS server refuses it anyway.
+ */
+export function certificateExpiryGauge(registry: Registry, cert: string | Buffer, clock: Clock): void {
+  let notAfter: number;
+  try {
+    notAfter = Date.parse(new X509Certificate(cert).validTo);
+  } catch {
+    return;
+  }
+  if (Number.isNaN(notAfter)) return;
+  getOrCreateGauge(registry, {
+    name: CERTIFICATE_EXPIRY_METRIC,
+    help: 'Seconds until the central lease API serving certificate expires.',
+    collect() {
+      this.set((notAfter - clock.now()) / 1000);
+    },
+  });
 }

@@ -14,7 +14,7 @@ import { TtlCollector } from './gc.ts';
 import { createCentralHandler } from './http.ts';
 import { LeaseManager } from './manager.ts';
 import { MemoryStore } from './memstore.ts';
-import { centralMetrics, instrumentStore } from './metrics.ts';
+import { centralMetrics, certificateExpiryGauge, instrumentStore } from './metrics.ts';
 import { OidcAuthenticator, type OidcConfig } from './oidc.ts';
 import { CachedProbe } from './readiness.ts';
 import type { Store } from './store.ts';
@@ -110,6 +110,7 @@ export async function startCentralServer(options: CentralServerOptions): Promise
   const logger = options.logger ?? createLogger({ name: 'central' });
   const registry = options.registry ?? createRegistry();
   const metrics = centralMetrics(registry);
+  certificateExpiryGauge(registry, options.tls.cert, clock);
   const bind = parseBindAddress(options.listen ?? '127.0.0.1:0');
   if (bind === undefined) throw new Error(`invalid listen address "${options.listen}": want [host]:port`);
   const auth = await buildAuthenticator(options, clock, logger);

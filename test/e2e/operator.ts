@@ -15,12 +15,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig, type V1LabelSelector } from '@kubernetes/client-node';
-import { admissionReadRules } from '../../scripts/deploy-rbac.ts';
+import { admissionReadRules, LEADER_ELECTION_ID, metricsAuthRbac } from '../../scripts/deploy-rbac.ts';
 import { berthLeaseRbacObjects } from '../../src/berth/rbac.ts';
 import { parseFlags } from '../../src/cli.ts';
 import { parseRunConfig } from '../../src/config.ts';
 import { parseFeatureConfigs } from '../../src/features.ts';
 import type { Manager } from '../../src/kube/manager.ts';
+import { nodeTaintRbacObjects } from '../../src/nodetaint/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { buildOperator, runCommand } from '../../src/run.ts';
 import {
@@ -54,6 +55,18 @@ export interface OperatorInstallOptions {
   /** The only namespaces the webhooks admit (where the scenarios create their workloads). */
   appNamespaces: string[];
   webhookHost: string;
+  /**
+   * Also the install's `berth-operator-metrics-auth` rules (TokenReview and SubjectAccessReview), under
+   * this run's name, for an operator started with `--metrics-secure`.
+   */
+  secureMetrics?: boolean;
+  /** Also the install's leader-election Role (the default Lease name), for `--leader-elect`. */
+  leaderElection?: boolean;
+  /**
+   * Also the node taint guard's RBAC (src/nodetaint/rbac.ts, agents in the operator namespace), for
+   * `--node-taint-guard=true`. With no agent Pods there it watches Nodes and never taints one.
+   */
+  nodeTaintGuard?: boolean;
 }
 
 export class E2eOperator {
@@ -102,9 +115,13 @@ export class E2eOperator {
         verbs: ['get'],
       },
     ];
+    const metricsAuthRules = metricsAuthRbac().flatMap((obj) =>
+      obj.kind === 'ClusterRole' && 'rules' in obj ? (obj.rules ?? []) : [],
+    );
     for (const [name, rules] of [
       [o.prefix, role.rules ?? []],
       [admissionName, admissionRules],
+      ...(o.secureMetrics ? ([[`${o.prefix}-metrics-auth`, metricsAuthRules]] as const) : []),
     ] as const) {
       await cluster.rbac.createClusterRole({
         body: { metadata: { name, labels: runLabels }, rules: [...rules] },
@@ -118,6 +135,59 @@ export class E2eOperator {
         },
       });
       cluster.onCleanup(`clusterrolebinding ${name}`, () => cluster.rbac.deleteClusterRoleBinding({ name }));
+    }
+
+    if (o.leaderElection) {
+      const name = `${o.prefix}-leader-election`;
+      await cluster.rbac.createNamespacedRole({
+        namespace,
+        body: {
+          metadata: { name, labels: runLabels },
+          rules: [
+            { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+            {
+              apiGroups: ['coordination.k8s.io'],
+              resources: ['leases'],
+              resourceNames: [LEADER_ELECTION_ID],
+              verbs: ['get', 'list', 'update', 'watch'],
+            },
+          ],
+        },
+      });
+      await cluster.rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name, labels: runLabels },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+          subjects: [{ kind: 'ServiceAccount', ...subject }],
+        },
+      });
+      // Namespaced: they go with the namespace.
+    }
+    if (o.nodeTaintGuard) {
+      const objects = nodeTaintRbacObjects({
+        name: `${o.prefix}-node-taint-guard`,
+        agentNamespace: namespace,
+        subject: { kind: 'ServiceAccount', ...subject },
+        labels: runLabels,
+      });
+      for (const obj of objects) {
+        const name = obj.metadata?.name ?? '';
+        const ns = obj.metadata?.namespace;
+        if (obj.kind === 'ClusterRole' && 'rules' in obj) {
+          await cluster.rbac.createClusterRole({ body: obj });
+          cluster.onCleanup(`clusterrole ${name}`, () => cluster.rbac.deleteClusterRole({ name }));
+        } else if (obj.kind === 'ClusterRoleBinding' && 'roleRef' in obj) {
+          await cluster.rbac.createClusterRoleBinding({ body: obj });
+          cluster.onCleanup(`clusterrolebinding ${name}`, () =>
+            cluster.rbac.deleteClusterRoleBinding({ name }),
+          );
+        } else if (obj.kind === 'Role' && 'rules' in obj && ns !== undefined) {
+          await cluster.rbac.createNamespacedRole({ namespace: ns, body: obj });
+        } else if (obj.kind === 'RoleBinding' && 'roleRef' in obj && ns !== undefined) {
+          await cluster.rbac.createNamespacedRoleBinding({ namespace: ns, body: obj });
+        }
+      }
     }
 
     // kubectl create token: an audience-bound, expiring token (one hour outlasts the suite).
@@ -179,8 +249,16 @@ export class E2eOperator {
     return this.#running !== undefined;
   }
 
-  /** Starts `berth-operator run` with the flags an install passes, and waits until /readyz answers 200. */
-  async start(clusterId: string, centralUrl: string): Promise<void> {
+  /** `host:port` of /metrics while it runs with a metrics address (`args`), else undefined. */
+  get metricsAddress(): string | undefined {
+    return this.#running?.manager.addresses?.metrics;
+  }
+
+  /**
+   * Starts `berth-operator run` with the flags an install passes (then `args`, which override them), and
+   * waits until /readyz answers 200.
+   */
+  async start(clusterId: string, centralUrl: string, args: string[] = []): Promise<void> {
     if (this.#running) throw new Error(`the operator in ${this.cluster.name} already runs`);
     const flags = parseFlags(runCommand, [
       `--namespace=${this.namespace}`,
@@ -200,6 +278,7 @@ export class E2eOperator {
       '--drain-window=0s',
       '--graceful-shutdown-timeout=60s',
       '--node-taint-guard=false',
+      ...args,
     ]);
     const logger = createLogger({
       level: process.env.BERTH_TEST_LOGS ? 'debug' : 'warn',

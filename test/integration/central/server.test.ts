@@ -1,5 +1,6 @@
 // The embedded central lease API over real TLS: routes, exact bodies and status codes, the validation
 // order of docs/behaviour.md §3.5, auth, readiness, metrics and the lease scenarios 37-39.
+import { X509Certificate } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -463,6 +464,19 @@ describe('central lease API: keys, metrics', () => {
       /berth_lease_store_call_duration_seconds_count\{op="put",backend="mem",outcome="ok"\} 1/,
     );
     expect((await rawClient(server.metricsUrl!)('/healthz')).status).toBe(200);
+  });
+
+  it("exports the serving certificate's remaining life, computed at scrape time", async () => {
+    const clock = new ManualClock(Date.now());
+    const { server } = await start({ clock });
+    const notAfter = Date.parse(new X509Certificate(serving.cert).validTo);
+    const expiry = async (): Promise<number | undefined> =>
+      (await server.registry.getSingleMetric('berth_apiserver_certificate_expiry_seconds')?.get())?.values[0]
+        ?.value;
+    expect(await expiry()).toBe((notAfter - clock.now()) / 1000);
+    expect(await expiry()).toBeGreaterThan(0);
+    clock.advance(3_600_000);
+    expect(await expiry()).toBe((notAfter - clock.now()) / 1000);
   });
 
   it('serves HTTPS only: a plain-HTTP request gets no HTTP answer', async () => {

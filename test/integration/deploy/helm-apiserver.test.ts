@@ -90,6 +90,7 @@ describe('helm template', () => {
     ['default', [REQUIRED]],
     ['postgres', [fixture('postgres-values.yaml')]],
     ...GO_CI.map((name): [string, string[]] => [`go-ci-${name}`, [fixture(`go-ci-${name}-values.yaml`)]]),
+    ['monitoring', [REQUIRED, fixture('monitoring-values.yaml')]],
   ])('renders %s as its golden file', async (name, values) => {
     const r = await template({ values });
     expect(r.stderr).toBe('');

@@ -75,6 +75,7 @@ function operatorConfig(objects: ManifestObject[], mounted: Record<string, strin
 describe('helm lint', () => {
   it.each([
     ['the required values', [REQUIRED]],
+    ['the PrometheusRule and the dashboard', [REQUIRED, fixture('monitoring-values.yaml')]],
     ["deploy/install.yaml's values", [INSTALL]],
     ['an existing Secret', [fixture('existing-secret-values.yaml')]],
     ["a Go chart's values", [fixture('go-chart-values.yaml')]],
@@ -95,6 +96,7 @@ describe('helm template', () => {
     ['go-chart', [fixture('go-chart-values.yaml')]],
     ['injection', [fixture('go-chart-injection-values.yaml')]],
     ['oidc-broker', [fixture('oidc-broker-values.yaml')]],
+    ['monitoring', [REQUIRED, fixture('monitoring-values.yaml')]],
   ])('renders %s as its golden file', async (name, values) => {
     const r = await helm.template({ values });
     expect(r.stderr).toBe('');

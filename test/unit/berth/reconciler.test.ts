@@ -48,8 +48,8 @@ function setup(
   });
   const reconcile = (name: string, signal?: AbortSignal) =>
     reconciler.reconcile(`${NS}/${name}`, ctx(name, signal));
-  const gauge = async (name: string): Promise<number | undefined> => {
-    const values = (await registry.getSingleMetric('berth_lease_held')?.get())?.values ?? [];
+  const gauge = async (name: string, metric = 'berth_lease_held'): Promise<number | undefined> => {
+    const values = (await registry.getSingleMetric(metric)?.get())?.values ?? [];
     return values.find((v) => v.labels.name === name)?.value;
   };
   return { store, central, clock, recorder, registry, reconciler, reconcile, gauge };
@@ -192,6 +192,8 @@ describe('BerthLeaseReconciler (lease-only)', () => {
       },
     ]);
     expect(await gauge('l')).toBe(1);
+    expect(await gauge('l', 'berth_lease_heartbeat_healthy')).toBe(1);
+    expect(await gauge('l', 'berth_lease_holder_present')).toBe(1);
   });
 
   it('bounds the Acquire by min(heartbeat, 2.5 s)', async () => {
@@ -241,6 +243,9 @@ describe('BerthLeaseReconciler (lease-only)', () => {
       message: 'monitoring for reacquire',
     });
     expect(await gauge('l')).toBe(0);
+    // Waiting for another holder is healthy, and the lease is held (elsewhere).
+    expect(await gauge('l', 'berth_lease_heartbeat_healthy')).toBe(1);
+    expect(await gauge('l', 'berth_lease_holder_present')).toBe(1);
     // A standby whose view does not change writes nothing more.
     await reconcile('l');
     expect(store.statusWrites()).toBe(1);
@@ -267,7 +272,7 @@ describe('BerthLeaseReconciler (lease-only)', () => {
   });
 
   it('an Acquire error: HeartbeatHealthy=False/AcquireFailed only, requeue 1 s (TestReconcileAcquireErrorRequeues)', async () => {
-    const { reconcile, store, central, clock, recorder } = setup();
+    const { reconcile, store, central, clock, recorder, gauge } = setup();
     store.create('l', leaseOnlySpec());
     central.acquireAnswers = [acquired('cluster-east', 1, clock.now())];
     await reconcile('l');
@@ -289,6 +294,13 @@ describe('BerthLeaseReconciler (lease-only)', () => {
     await reconcile('l');
     expect(store.statusWrites()).toBe(writes);
     expect(recorder.reasons()).toEqual(['Acquired', 'AcquireFailed']);
+    expect(await gauge('l', 'berth_lease_heartbeat_healthy')).toBe(0);
+    expect(await gauge('l', 'berth_lease_held')).toBe(1);
+    // The central API answers again: healthy.
+    clock.advance(1_000);
+    central.acquireAnswers = [acquired('cluster-east', 1, clock.now())];
+    await reconcile('l');
+    expect(await gauge('l', 'berth_lease_heartbeat_healthy')).toBe(1);
   });
 
   it('an outage keeps a held lease held until its expiry, then marks it expired (beyond the original)', async () => {
@@ -319,6 +331,9 @@ describe('BerthLeaseReconciler (lease-only)', () => {
     });
     expect(recorder.reasons()).toEqual(['Acquired', 'AcquireFailed', 'LeaseLost']);
     expect(await gauge('l')).toBe(0);
+    // Nobody is known to hold it any more.
+    expect(await gauge('l', 'berth_lease_holder_present')).toBe(0);
+    expect(await gauge('l', 'berth_lease_heartbeat_healthy')).toBe(0);
     // The central API is back: reacquired (a reclaim with the next token).
     central.acquireAnswers = [acquired('cluster-east', 6, clock.now(), 3_000)];
     await reconcile('l');
@@ -327,7 +342,7 @@ describe('BerthLeaseReconciler (lease-only)', () => {
   });
 
   it('refuses an answer that fails the sanity check: nothing of it recorded, retried like a failed call', async () => {
-    const { reconcile, store, central, clock } = setup();
+    const { reconcile, store, central, clock, gauge } = setup();
     store.create('l', leaseOnlySpec());
     for (const bad of [
       acquired('cluster-east', 0, clock.now()),
@@ -346,12 +361,16 @@ describe('BerthLeaseReconciler (lease-only)', () => {
         message: ReconcileError.invalidCentralResponse,
       });
     }
-    // A token below the one held is refused too.
+    // None of those is a fencing anomaly: no token went backwards (the counter is exported from 0).
+    expect(await gauge('l', 'berth_lease_fencing_anomalies_total')).toBe(0);
+    // A token below the one held is refused too, and counted as a fencing anomaly.
     central.acquireAnswers = [acquired('cluster-east', 7, clock.now())];
     await reconcile('l');
     expect(store.stored('l').status).toMatchObject({ leaseState: 'held', fencingToken: 7 });
     central.acquireAnswers = [acquired('cluster-east', 6, clock.now())];
     expect(await reconcile('l')).toEqual({ requeueAfter: 1_000 });
+    expect(await gauge('l', 'berth_lease_fencing_anomalies_total')).toBe(1);
+    expect(await gauge('l', 'berth_lease_heartbeat_healthy')).toBe(0);
     expect(store.stored('l').status).toMatchObject({ leaseState: 'held', fencingToken: 7 });
     expect(findCondition(store.stored('l').status, 'HeartbeatHealthy')?.message).toBe(
       ReconcileError.invalidCentralResponse,
@@ -476,8 +495,20 @@ describe('BerthLeaseReconciler (lease-only)', () => {
   describe('deletion', () => {
     it('releases with the recorded holder and token once, then removes the finalizer (TestReconcileDeletionReleasesAndRemovesFinalizer)', async () => {
       const { reconcile, store, central, recorder, gauge } = setup({ clusterIdentity: 'new-id' });
+      const heartbeat = {
+        type: 'HeartbeatHealthy',
+        status: 'True' as const,
+        reason: 'Heartbeating',
+        message: 'lease renewed',
+        lastTransitionTime: formatTime(T0),
+      };
       store.create('l', leaseOnlySpec(), {
-        status: { leaseState: 'held', currentHolder: 'cluster-east', fencingToken: 7 },
+        status: {
+          leaseState: 'held',
+          currentHolder: 'cluster-east',
+          fencingToken: 7,
+          conditions: [heartbeat],
+        },
       });
       store.markDeleted('l');
       expect(await reconcile('l')).toEqual({});
@@ -502,6 +533,8 @@ describe('BerthLeaseReconciler (lease-only)', () => {
         },
       ]);
       expect(await gauge('l')).toBeUndefined();
+      expect(await gauge('l', 'berth_lease_heartbeat_healthy')).toBeUndefined();
+      expect(await gauge('l', 'berth_lease_holder_present')).toBeUndefined();
     });
 
     it('skips the Release without a token (TestReconcileDeletionWithNoTokenSkipsRelease)', async () => {
