@@ -14,6 +14,9 @@ export interface LeaseEventRecorder {
   warning(regarding: Referenceable, reason: string, action: string, note?: string): Promise<void>;
 }
 
+/** The `state` label values of berth_lease_transitions_total. */
+const TRANSITION_STATES = ['held', 'waiting', 'released'] as const;
+
 export class LeaseReporter {
   readonly #recorder: LeaseEventRecorder | undefined;
   readonly #metrics: BerthLeaseMetrics | undefined;
@@ -49,9 +52,14 @@ export class LeaseReporter {
     this.#metrics?.held.set({ namespace, name }, claimsHeld(lease.status) ? 1 : 0);
   }
 
-  /** The lease is gone (or was never ours to track): its series goes. */
+  /**
+   * The lease is gone (or was never ours to track): its series go, the held gauge and its transition
+   * counts. Kept, the counts of every lease ever deleted stayed in the registry, one to three series per
+   * name, without bound under churn (issue 32).
+   */
   forget(namespace: string, name: string): void {
     this.#metrics?.held.remove({ namespace, name });
+    for (const state of TRANSITION_STATES) this.#metrics?.transitions.remove({ namespace, name, state });
   }
 
   /** This replica stopped reconciling: it no longer knows who holds what. */

@@ -56,8 +56,7 @@ function parse(path: string): Parsed {
       if (type === 'element' || type === 'internal') elements[n] = (elements[n] ?? 0) + 1;
       if (holder[to] === -1 && (type === 'property' || type === 'internal' || type === 'context')) {
         holder[to] = n;
-        holderEdge[to] =
-          type === 'property' || type === 'context' ? (s.strings[nameOrIndex] ?? '?') : String(nameOrIndex);
+        holderEdge[to] = s.strings[nameOrIndex] ?? '?';
       }
     }
   }
@@ -68,11 +67,13 @@ function parse(path: string): Parsed {
     // An array's elements hang off it directly; a Map's or Set's off its internal table, one level down.
     let at = n;
     let path = label(n);
-    for (let up = 0; up < 3 && holder[at] !== -1; up++) {
+    // Up to the first holder that is neither internal nor a bare collection: the retainer to name.
+    const plain = new Set(['Map', 'Set', 'Array', 'Object', 'WeakMap']);
+    for (let up = 0; up < 6 && holder[at] !== -1; up++) {
       const h = holder[at] ?? -1;
       path = `${label(h)}.${holderEdge[at]} > ${path}`;
       at = h;
-      if (!label(h).startsWith('(')) break;
+      if (!label(h).startsWith('(') && !plain.has(label(h))) break;
     }
     containers.set(path, Math.max(containers.get(path) ?? 0, count));
   }

@@ -126,6 +126,14 @@ export class ProcessProbe {
     };
   }
 
+  /** The process's scheduler state and kernel wait channel, for a report on a process that stopped answering. */
+  async state(): Promise<string> {
+    const stat = await readFile(`/proc/${this.pid}/stat`, 'utf8').catch(() => '');
+    const wchan = await readFile(`/proc/${this.pid}/wchan`, 'utf8').catch(() => '?');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] ?? '?';
+    return stat === '' ? `pid ${this.pid} gone` : `pid ${this.pid} state ${state}, wchan ${wchan || '-'}`;
+  }
+
   /** Active resources by type (what a handle trend is made of). */
   async handleTypes(): Promise<Record<string, number>> {
     const r = (await this.#call('Runtime.evaluate', {

@@ -208,8 +208,15 @@ export class ProductSampler {
   #running: Promise<void> = Promise.resolve();
   #stopped = false;
 
-  constructor(probes: readonly ProcessProbe[], t0 = performance.now()) {
+  readonly #log: (line: string) => void;
+
+  constructor(
+    probes: readonly ProcessProbe[],
+    log: (line: string) => void = () => {},
+    t0 = performance.now(),
+  ) {
     this.#probes = probes;
+    this.#log = log;
     this.#t0 = t0;
     for (const p of probes) this.series[p.name] = [];
   }
@@ -229,8 +236,13 @@ export class ProductSampler {
       const t = Math.round((performance.now() - this.#t0) / 100) / 10;
       try {
         this.series[probe.name]?.push(await probe.sample(t));
-      } catch {
-        this.errors[probe.name] = (this.errors[probe.name] ?? 0) + 1;
+      } catch (err) {
+        const count = (this.errors[probe.name] ?? 0) + 1;
+        this.errors[probe.name] = count;
+        if (count === 1 || count % 10 === 0)
+          this.#log(
+            `soak: sample of ${probe.name} failed (${count} so far): ${(err as Error).message}; ${await probe.state()}`,
+          );
       }
     }
   }

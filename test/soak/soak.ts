@@ -196,8 +196,12 @@ async function snapshots(
   const out: string[] = [];
   for (const probe of world.probes) {
     const path = join(dir, `${probe.name}-${label}.heapsnapshot`);
-    await probe.snapshot(path);
-    out.push(path);
+    try {
+      await probe.snapshot(path);
+      out.push(path);
+    } catch (err) {
+      log(`soak: heap snapshot of ${probe.name} failed: ${(err as Error).message}; ${await probe.state()}`);
+    }
   }
   const path = join(dir, `harness-${label}.heapsnapshot`);
   writeHeapSnapshot(path);
@@ -229,7 +233,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
   o.log(`soak: seed ${o.seed}, ${Math.round(o.durationMs / 1000)} s; starting two clusters`);
   const world = await startWorld(o.outDir, o.log);
   const sampler = new Sampler();
-  const product = new ProductSampler(world.probes);
+  const product = new ProductSampler(world.probes, o.log);
   const churn = new Churn(world.sites, random, o.limits);
   const faults = new FaultInjector(world.sites, random, o.log);
   let convergence: SoakSummary['convergence'] = { ok: false, seconds: 0, pending: [] };

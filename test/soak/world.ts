@@ -106,6 +106,9 @@ async function startSite(
   main: string,
   env: Record<string, string>,
 ): Promise<Site> {
+  // Nothing of a long run may pile up in the harness: the proxy keeps no request records (403s only),
+  // the operator's log is kept as its start-up and its newest lines.
+  cluster.proxy.keepRecords = false;
   const front = await CentralFaultFront.start(centralUrl);
   // The install's node-taint-guard component, for the soak's agent namespace.
   await createObjects(
@@ -127,6 +130,7 @@ async function startSite(
     ],
     main,
     env: withInspector(env),
+    logLimit: 1_000,
   });
   await operator.ready(90_000);
   await cluster.route([operator]);
@@ -226,6 +230,17 @@ export async function startWorld(dir: string, log: (line: string) => void): Prom
       },
       async stop() {
         for (const p of probes) p.close();
+        // What each product process logged (its start-up and newest lines) and its stderr, for a report.
+        const logs = join(dir, 'logs');
+        mkdirSync(logs, { recursive: true });
+        const dump = (name: string, lines: readonly object[], stderr: string): void =>
+          writeFileSync(
+            join(logs, `${name}.log`),
+            `${lines.map((l) => JSON.stringify(l)).join('\n')}\n--- stderr ---\n${stderr.slice(-20_000)}`,
+          );
+        for (const s of sites) dump(`operator-${s.name}`, s.operator.logs(), s.operator.stderr());
+        dump('central', central.proc.logs().slice(-2_000), central.proc.stderr());
+        dump('helper', sidecar.logs().slice(-2_000), sidecar.stderr());
         await monitor.stop();
         await h.terminate();
         for (const site of sites) await stopSite(site);

@@ -59,6 +59,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Entry point other than `src/main.ts` (the built `main.js`). */
   main?: string;
+  /** OperatorProcessOptions.logLimit (long runs). */
+  logLimit?: number;
 }
 
 /** Creates each object as the admin (apply order: as given). */
@@ -165,6 +167,7 @@ export class OperatorCluster {
       name: o.name,
       ...(o.env ? { env: o.env } : {}),
       ...(o.main ? { main: o.main } : {}),
+      ...(o.logLimit === undefined ? {} : { logLimit: o.logLimit }),
     });
   }
 
