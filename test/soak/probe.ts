@@ -39,77 +39,129 @@ export async function inspectorUrl(stderr: () => string, timeoutMs = 30_000): Pr
   );
 }
 
+/** The process a probe measures now (a restarted operator is a new process under the same name). */
+export interface ProbeTarget {
+  pid: number;
+  stderr: () => string;
+}
+
+/**
+ * Connects to the inspector for each measurement and disconnects after it: a process that exits while
+ * an inspector session is attached waits for it to go ("Waiting for the debugger to disconnect..."),
+ * so no session may stay open between samples.
+ */
 export class ProcessProbe {
   readonly name: string;
-  readonly pid: number;
-  readonly #ws: WebSocket;
-  #seq = 0;
-  readonly #waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
-  #onEvent: ((m: Message) => void) | undefined;
+  readonly #target: () => ProbeTarget;
 
-  private constructor(name: string, pid: number, ws: WebSocket) {
+  constructor(name: string, target: () => ProbeTarget) {
     this.name = name;
-    this.pid = pid;
-    this.#ws = ws;
+    this.#target = target;
+  }
+
+  get pid(): number {
+    return this.#target().pid;
+  }
+
+  /** Waits until the process's inspector answers. */
+  async ready(): Promise<void> {
+    await this.#session(async () => undefined);
+  }
+
+  async #session<T>(
+    use: (
+      call: (method: string, params?: Record<string, unknown>, timeoutMs?: number) => Promise<unknown>,
+      on: (f: (m: Message) => void) => void,
+    ) => Promise<T>,
+  ): Promise<T> {
+    const target = this.#target();
+    const url = await inspectorUrl(target.stderr);
+    const ws = new WebSocket(url);
+    const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+    let onEvent: ((m: Message) => void) | undefined;
+    let seq = 0;
     ws.addEventListener('message', (e) => {
       const m = JSON.parse(String(e.data)) as Message;
       if (m.id !== undefined) {
-        const w = this.#waiting.get(m.id);
-        this.#waiting.delete(m.id);
+        const w = waiting.get(m.id);
+        waiting.delete(m.id);
         w?.resolve(m.result);
-      } else this.#onEvent?.(m);
+      } else onEvent?.(m);
     });
     ws.addEventListener('close', () => {
-      for (const w of this.#waiting.values()) w.reject(new Error(`${name}: inspector closed`));
-      this.#waiting.clear();
+      for (const w of waiting.values()) w.reject(new Error(`${this.name}: inspector closed`));
+      waiting.clear();
     });
-  }
-
-  /** Attaches to a process started with INSPECT_OPTION. */
-  static async attach(name: string, pid: number, stderr: () => string): Promise<ProcessProbe> {
-    const url = await inspectorUrl(stderr);
-    const ws = new WebSocket(url);
     await new Promise<void>((resolve, reject) => {
-      ws.addEventListener('open', () => resolve(), { once: true });
-      ws.addEventListener('error', () => reject(new Error(`${name}: cannot reach the inspector at ${url}`)), {
-        once: true,
-      });
-    });
-    return new ProcessProbe(name, pid, ws);
-  }
-
-  #call(method: string, params: Record<string, unknown> = {}, timeoutMs = 60_000): Promise<unknown> {
-    const id = ++this.#seq;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiting.delete(id);
-        reject(new Error(`${this.name}: ${method} timed out`));
-      }, timeoutMs);
-      this.#waiting.set(id, {
-        resolve: (v) => {
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name}: inspector at ${url} does not answer`)),
+        10_000,
+      );
+      ws.addEventListener(
+        'open',
+        () => {
           clearTimeout(timer);
-          resolve(v);
+          resolve();
         },
-        reject: (e) => {
+        { once: true },
+      );
+      ws.addEventListener(
+        'error',
+        () => {
           clearTimeout(timer);
-          reject(e);
+          reject(new Error(`${this.name}: cannot reach the inspector at ${url}`));
         },
-      });
-      this.#ws.send(JSON.stringify({ id, method, params }));
+        { once: true },
+      );
     });
+    const call = (
+      method: string,
+      params: Record<string, unknown> = {},
+      timeoutMs = 30_000,
+    ): Promise<unknown> => {
+      const id = ++seq;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting.delete(id);
+          reject(new Error(`${this.name}: ${method} timed out`));
+        }, timeoutMs);
+        waiting.set(id, {
+          resolve: (v) => {
+            clearTimeout(timer);
+            resolve(v);
+          },
+          reject: (e) => {
+            clearTimeout(timer);
+            reject(e);
+          },
+        });
+        ws.send(JSON.stringify({ id, method, params }));
+      });
+    };
+    try {
+      return await use(call, (f) => {
+        onEvent = f;
+      });
+    } finally {
+      ws.close();
+    }
   }
 
   /** One sample: a full GC in the process, then its heap, resources, RSS and descriptors. */
   async sample(t: number): Promise<ProcessSample> {
-    await this.#call('HeapProfiler.collectGarbage');
-    const usage = (await this.#call('Runtime.getHeapUsage')) as { usedSize: number };
-    const handles = (await this.#call('Runtime.evaluate', {
-      expression: 'process.getActiveResourcesInfo().length',
-      returnByValue: true,
-    })) as { result: { value: number } };
-    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
+    const pid = this.pid;
+    const { heap, handles } = await this.#session(async (call) => {
+      await call('HeapProfiler.collectGarbage');
+      const usage = (await call('Runtime.getHeapUsage')) as { usedSize: number };
+      const resources = (await call('Runtime.evaluate', {
+        expression: 'process.getActiveResourcesInfo().length',
+        returnByValue: true,
+      })) as { result: { value: number } };
+      return { heap: usage.usedSize, handles: resources.result.value };
+    });
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
     const rssKB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    const fdDir = `/proc/${this.pid}/fd`;
+    const fdDir = `/proc/${pid}/fd`;
     const fds = await readdir(fdDir);
     let sockets = 0;
     for (const fd of fds) {
@@ -119,8 +171,9 @@ export class ProcessProbe {
     return {
       t,
       rssMB: Math.round(rssKB / 102.4) / 10,
-      heapMB: Math.round(usage.usedSize / 1e5) / 10,
-      handles: handles.result.value,
+      heapMB: Math.round(heap / 1e5) / 10,
+      handles,
+      // The inspector session itself is one of them while the process is measured.
       sockets,
       fds: fds.length,
     };
@@ -128,38 +181,38 @@ export class ProcessProbe {
 
   /** The process's scheduler state and kernel wait channel, for a report on a process that stopped answering. */
   async state(): Promise<string> {
-    const stat = await readFile(`/proc/${this.pid}/stat`, 'utf8').catch(() => '');
-    const wchan = await readFile(`/proc/${this.pid}/wchan`, 'utf8').catch(() => '?');
+    const pid = this.pid;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const wchan = await readFile(`/proc/${pid}/wchan`, 'utf8').catch(() => '?');
     const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] ?? '?';
-    return stat === '' ? `pid ${this.pid} gone` : `pid ${this.pid} state ${state}, wchan ${wchan || '-'}`;
+    return stat === '' ? `pid ${pid} gone` : `pid ${pid} state ${state}, wchan ${wchan || '-'}`;
   }
 
   /** Active resources by type (what a handle trend is made of). */
   async handleTypes(): Promise<Record<string, number>> {
-    const r = (await this.#call('Runtime.evaluate', {
-      expression:
-        'JSON.stringify(process.getActiveResourcesInfo().reduce((a, t) => (a[t] = (a[t] ?? 0) + 1, a), {}))',
-      returnByValue: true,
-    })) as { result: { value: string } };
+    const r = (await this.#session((call) =>
+      call('Runtime.evaluate', {
+        expression:
+          'JSON.stringify(process.getActiveResourcesInfo().reduce((a, t) => (a[t] = (a[t] ?? 0) + 1, a), {}))',
+        returnByValue: true,
+      }),
+    )) as { result: { value: string } };
     return JSON.parse(r.result.value) as Record<string, number>;
   }
 
   /** A heap snapshot of the process (after a full GC), written to `path`. */
   async snapshot(path: string): Promise<void> {
     const out = createWriteStream(path);
-    this.#onEvent = (m) => {
-      if (m.method === 'HeapProfiler.addHeapSnapshotChunk') out.write(String(m.params?.chunk ?? ''));
-    };
     try {
-      await this.#call('HeapProfiler.collectGarbage');
-      await this.#call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
+      await this.#session(async (call, on) => {
+        on((m) => {
+          if (m.method === 'HeapProfiler.addHeapSnapshotChunk') out.write(String(m.params?.chunk ?? ''));
+        });
+        await call('HeapProfiler.collectGarbage');
+        await call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
+      });
     } finally {
-      this.#onEvent = undefined;
       await new Promise<void>((resolve) => out.end(resolve));
     }
-  }
-
-  close(): void {
-    this.#ws.close();
   }
 }

@@ -144,6 +144,8 @@ export interface ProcessSummary {
   /** Highest RSS seen. */
   peakRssMB: number;
   handleTypes: Record<string, number>;
+  /** Restarts during the run (an operator exits on lost leadership); the figures are of the last process. */
+  restarts?: number;
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1] ?? 0;
@@ -202,6 +204,10 @@ export function judgeProcess(name: string, p: ProcessSummary): string[] {
 export class ProductSampler {
   readonly series: Record<string, ProcessSample[]> = {};
   readonly errors: Record<string, number> = {};
+  /** Per process, the index in `series` where its current process began (after a restart). */
+  readonly #since: Record<string, number> = {};
+  /** Restarts per process. */
+  readonly restarts: Record<string, number> = {};
   readonly #probes: readonly ProcessProbe[];
   readonly #t0: number;
   #timer: NodeJS.Timeout | undefined;
@@ -247,7 +253,13 @@ export class ProductSampler {
     }
   }
 
-  /** Stops after a last sample; the summaries by process. */
+  /** The process of that name was restarted: its trend is judged on the new process's samples only. */
+  restarted(name: string): void {
+    this.#since[name] = this.series[name]?.length ?? 0;
+    this.restarts[name] = (this.restarts[name] ?? 0) + 1;
+  }
+
+  /** Stops after a last sample; the summaries by process (of the current process of each name). */
   async stop(): Promise<Record<string, ProcessSummary>> {
     this.#stopped = true;
     clearTimeout(this.#timer);
@@ -256,7 +268,8 @@ export class ProductSampler {
     const out: Record<string, ProcessSummary> = {};
     for (const probe of this.#probes) {
       const types = await probe.handleTypes().catch(() => ({}));
-      out[probe.name] = summarizeProcess(this.series[probe.name] ?? [], types);
+      const samples = (this.series[probe.name] ?? []).slice(this.#since[probe.name] ?? 0);
+      out[probe.name] = { ...summarizeProcess(samples, types), restarts: this.restarts[probe.name] ?? 0 };
     }
     return out;
   }

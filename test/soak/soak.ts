@@ -274,6 +274,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
         o.log(`  leases: ${await leaseStates(world, b.key.split('/')[1] ?? '')}`);
         o.log(`  faults in force: ${faults.active().join('; ') || 'none'}`);
       }
+      for (const site of await world.restartExited(o.log)) product.restarted(`operator-${site.name}`);
       const gone = world.exits();
       if (gone.length > 0) {
         exits.push(...gone);

@@ -58,7 +58,9 @@ export interface Site {
   name: string;
   cluster: OperatorCluster;
   front: CentralFaultFront;
+  /** The current operator process (a new one after each restart). */
   operator: OperatorProcess;
+  restarts: number;
 }
 
 export interface World {
@@ -70,8 +72,13 @@ export interface World {
   probes: ProcessProbe[];
   /** The Node.js environment each kind of product process runs with. */
   env: Record<string, string>;
-  /** Product processes that exited during the run (each is a failure). */
+  /** The central server or the helper sidecar exited (each is a failure). */
   exits(): string[];
+  /**
+   * Operators that exited (`run` exits on lost leadership, by design), started again as the kubelet
+   * restarts a container; each restart is logged and counted.
+   */
+  restartExited(log: (line: string) => void): Promise<Site[]>;
   stop(): Promise<void>;
 }
 
@@ -99,6 +106,28 @@ function quantityMiB(q: string): number {
   return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
 }
 
+function startOperator(
+  name: string,
+  cluster: OperatorCluster,
+  front: CentralFaultFront,
+  main: string,
+  env: Record<string, string>,
+): OperatorProcess {
+  return cluster.startOperator({
+    name: `operator-${name}`,
+    central: { url: front.url, clusterId: `cluster-${name}` },
+    args: [
+      ...LEADER_ELECTION,
+      '--node-taint-guard',
+      `--agent-namespace=${AGENT_NS}`,
+      `--taint-grace=${TAINT_GRACE}`,
+    ],
+    main,
+    env: withInspector(env),
+    logLimit: 1_000,
+  });
+}
+
 async function startSite(
   name: string,
   cluster: OperatorCluster,
@@ -119,29 +148,19 @@ async function startSite(
       subject: { kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: OPERATOR_NS },
     }),
   );
-  const operator = cluster.startOperator({
-    name: `operator-${name}`,
-    central: { url: front.url, clusterId: `cluster-${name}` },
-    args: [
-      ...LEADER_ELECTION,
-      '--node-taint-guard',
-      `--agent-namespace=${AGENT_NS}`,
-      `--taint-grace=${TAINT_GRACE}`,
-    ],
-    main,
-    env: withInspector(env),
-    logLimit: 1_000,
-  });
+  const operator = startOperator(name, cluster, front, main, env);
   await operator.ready(90_000);
   await cluster.route([operator]);
   await cluster.admissionWorks(90_000);
-  return { name, cluster, front, operator };
+  return { name, cluster, front, operator, restarts: 0 };
 }
 
 async function stopSite(site: Site): Promise<void> {
   site.cluster.proxy.clear();
   site.operator.kill('SIGTERM');
+  const killer = setTimeout(() => site.operator.kill('SIGKILL'), 40_000);
   await site.operator.exited;
+  clearTimeout(killer);
   await site.front.stop();
   await site.cluster.stop();
 }
@@ -198,14 +217,21 @@ export async function startWorld(dir: string, log: (line: string) => void): Prom
     if (sidecar === undefined) throw new Error('the helper Pod has no sidecar');
     for (const site of sites)
       probes.push(
-        await ProcessProbe.attach(`operator-${site.name}`, site.operator.child.pid ?? 0, () =>
-          site.operator.stderr(),
-        ),
+        new ProcessProbe(`operator-${site.name}`, () => ({
+          pid: site.operator.child.pid ?? 0,
+          stderr: () => site.operator.stderr(),
+        })),
       );
     probes.push(
-      await ProcessProbe.attach('central', central.proc.child.pid ?? 0, () => central.proc.stderr()),
+      new ProcessProbe('central', () => ({
+        pid: central.proc.child.pid ?? 0,
+        stderr: () => central.proc.stderr(),
+      })),
     );
-    probes.push(await ProcessProbe.attach('helper', sidecar.child.pid ?? 0, () => sidecar.stderr()));
+    probes.push(
+      new ProcessProbe('helper', () => ({ pid: sidecar.child.pid ?? 0, stderr: () => sidecar.stderr() })),
+    );
+    for (const p of probes) await p.ready();
     const monitor = await InvariantMonitor.start(sites.map((s) => ({ name: s.name, kc: s.cluster.t.kc })));
     const h = helper;
     return {
@@ -221,15 +247,28 @@ export async function startWorld(dir: string, log: (line: string) => void): Prom
       },
       exits() {
         const out: string[] = [];
-        for (const s of sites)
-          if (s.operator.hasExited())
-            out.push(`operator-${s.name} exited: ${s.operator.stderr().slice(-300)}`);
         if (central.proc.hasExited()) out.push(`central exited: ${central.proc.stderr().slice(-300)}`);
         if (sidecar.hasExited()) out.push(`helper sidecar exited: ${sidecar.stderr().slice(-300)}`);
         return out;
       },
+      async restartExited(log) {
+        const restarted: Site[] = [];
+        for (const site of sites) {
+          if (!site.operator.hasExited()) continue;
+          const { code, signal } = await site.operator.exited;
+          const last = site.operator.logs().at(-1);
+          log(
+            `soak: operator-${site.name} exited (${code ?? signal}: ${String(last?.reason ?? last?.msg ?? '')}); restarting it`,
+          );
+          site.operator = startOperator(site.name, site.cluster, site.front, main, operatorEnv);
+          site.restarts++;
+          await site.operator.ready(90_000);
+          await site.cluster.route([site.operator]);
+          restarted.push(site);
+        }
+        return restarted;
+      },
       async stop() {
-        for (const p of probes) p.close();
         // What each product process logged (its start-up and newest lines) and its stderr, for a report.
         const logs = join(dir, 'logs');
         mkdirSync(logs, { recursive: true });
@@ -248,7 +287,6 @@ export async function startWorld(dir: string, log: (line: string) => void): Prom
       },
     };
   } catch (err) {
-    for (const p of probes) p.close();
     helper?.killAll();
     for (const site of sites) await stopSite(site).catch(() => {});
     for (const cluster of clusters.slice(sites.length)) await cluster.stop().catch(() => {});
