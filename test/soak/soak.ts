@@ -274,7 +274,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
         o.log(`  leases: ${await leaseStates(world, b.key.split('/')[1] ?? '')}`);
         o.log(`  faults in force: ${faults.active().join('; ') || 'none'}`);
       }
-      for (const site of await world.restartExited(o.log)) product.restarted(`operator-${site.name}`);
+      try {
+        for (const site of await world.restartExited(o.log)) product.restarted(`operator-${site.name}`);
+      } catch (err) {
+        exits.push(`an operator did not come back after its restart: ${(err as Error).message}`);
+        o.log(`soak: ${exits.at(-1)}`);
+        break;
+      }
       const gone = world.exits();
       if (gone.length > 0) {
         exits.push(...gone);

@@ -252,21 +252,21 @@ export async function startWorld(dir: string, log: (line: string) => void): Prom
         return out;
       },
       async restartExited(log) {
-        const restarted: Site[] = [];
-        for (const site of sites) {
-          if (!site.operator.hasExited()) continue;
+        const exited = sites.filter((site) => site.operator.hasExited());
+        for (const site of exited) {
           const { code, signal } = await site.operator.exited;
-          const last = site.operator.logs().at(-1);
+          const stopped = site.operator.logs().findLast((l) => l.msg === 'berth-operator stopped');
           log(
-            `soak: operator-${site.name} exited (${code ?? signal}: ${String(last?.reason ?? last?.msg ?? '')}); restarting it`,
+            `soak: operator-${site.name} exited (${code ?? signal}${stopped ? `: ${String(stopped.reason)}` : ''}); restarting it`,
           );
           site.operator = startOperator(site.name, site.cluster, site.front, main, operatorEnv);
           site.restarts++;
-          await site.operator.ready(90_000);
-          await site.cluster.route([site.operator]);
-          restarted.push(site);
         }
-        return restarted;
+        for (const site of exited) {
+          await site.operator.ready(120_000);
+          await site.cluster.route([site.operator]);
+        }
+        return exited;
       },
       async stop() {
         // What each product process logged (its start-up and newest lines) and its stderr, for a report.
