@@ -15,6 +15,9 @@ export interface LeaseEventRecorder {
   warning(regarding: Referenceable, reason: string, action: string, note?: string): Promise<void>;
 }
 
+/** The `state` label values of berth_lease_transitions_total. */
+const TRANSITION_STATES = ['held', 'waiting', 'released'] as const;
+
 export class LeaseReporter {
   readonly #recorder: LeaseEventRecorder | undefined;
   readonly #metrics: BerthLeaseMetrics | undefined;
@@ -67,13 +70,17 @@ export class LeaseReporter {
     this.#metrics?.fencingAnomalies.inc({ namespace, name });
   }
 
-  /** The lease is gone (or was never ours to track): its series go. */
+  /**
+   * The lease is gone (or was never ours to track): all its series go, its transition counts too. Kept,
+   * the series of every lease ever deleted stayed in the registry, without bound under churn (issue 32).
+   */
   forget(namespace: string, name: string): void {
     const labels = { namespace, name };
     this.#metrics?.held.remove(labels);
     this.#metrics?.heartbeatHealthy.remove(labels);
     this.#metrics?.holderPresent.remove(labels);
     this.#metrics?.fencingAnomalies.remove(labels);
+    for (const state of TRANSITION_STATES) this.#metrics?.transitions.remove({ ...labels, state });
   }
 
   /** This replica stopped reconciling: it no longer knows who holds what. */

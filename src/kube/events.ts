@@ -139,7 +139,10 @@ export interface EventRecorderOptions {
   logger?: Logger;
   /** A repeat later than this after the previous occurrence starts a new Event. Default 6 min (client-go). */
   seriesWindowMs?: number;
-  /** Series tracked for de-duplication (least recently seen dropped first). Default 4096. */
+  /**
+   * Series tracked for de-duplication (least recently seen dropped first). Default 4096. Series older
+   * than `seriesWindowMs` are dropped anyway, at the next event.
+   */
   maxTracked?: number;
   /** Events with a write outstanding; beyond this new events are dropped (and logged). Default 1000. */
   maxPendingWrites?: number;
@@ -228,12 +231,16 @@ export class EventRecorder {
     const now = this.#clock.now();
     const key = eventKey(this.#o.reportingController, regarding, related, action, reason);
 
-    let series = this.#series.get(key);
     const windowMs = this.#o.seriesWindowMs ?? 6 * 60_000;
-    if (series !== undefined && now - series.lastObserved > windowMs) {
-      this.#series.delete(key);
-      series = undefined;
+    // A series whose window has passed can only start a new Event: it is dropped. The map is in order of
+    // last occurrence, so the expired ones are at its front. Without this sweep, series of objects that
+    // never recur (leases churned under new names) stayed until maxTracked pushed them out, and the
+    // recorder's memory grew with every new object for as long as that took (issue 32).
+    for (const [oldKey, old] of this.#series) {
+      if (now - old.lastObserved <= windowMs) break;
+      this.#series.delete(oldKey);
     }
+    let series = this.#series.get(key);
     if (series !== undefined) {
       series.count++;
       series.lastObserved = now;

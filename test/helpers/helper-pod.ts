@@ -126,12 +126,16 @@ export async function startCentralProcess(o: {
   certFile: string;
   keyFile: string;
   args?: string[];
+  /** The entry point (default the sources; the built `main.js` to run it as shipped). */
+  main?: string;
+  /** Environment beyond PATH and HOME (e.g. the image's NODE_OPTIONS). */
+  env?: Record<string, string>;
 }): Promise<CentralProcess> {
   const proc = spawnProc(
     'central',
     NODE,
     [
-      MAIN,
+      o.main ?? MAIN,
       'central',
       '--listen-addr=127.0.0.1:0',
       '--metrics-addr=127.0.0.1:0',
@@ -139,7 +143,7 @@ export async function startCentralProcess(o: {
       `--tls-key-file=${o.keyFile}`,
       ...(o.args ?? []),
     ],
-    {},
+    o.env ?? {},
     false,
   );
   const line = await proc.waitForLog((l) => l.msg === 'central lease API serving');

@@ -31,7 +31,15 @@ export interface OperatorProcessOptions {
   env?: Record<string, string>;
   /** Shown in failures and BERTH_TEST_LOGS output. */
   name?: string;
+  /**
+   * At most this many log lines kept (default all): the first 200 (start-up: the listening addresses)
+   * and the newest. A process that runs for hours (the soak) would otherwise keep its whole log here.
+   */
+  logLimit?: number;
 }
+
+/** Log lines always kept under a logLimit (start-up, which the address helpers look for). */
+const LOG_HEAD = 200;
 
 export interface ProcessExit {
   code: number | null;
@@ -45,7 +53,7 @@ export interface OperatorProcess {
   readonly exited: Promise<ProcessExit>;
   /** True once the process exited. */
   hasExited(): boolean;
-  /** JSON log lines so far (stdout). */
+  /** JSON log lines so far (stdout; under a logLimit, the first and the newest). */
   logs(): LogLine[];
   stderr(): string;
   /** The first log line matching, polled until `timeoutMs`. */
@@ -107,7 +115,8 @@ export function startOperatorProcess(o: OperatorProcessOptions): OperatorProcess
   let partial = '';
   child.stdout?.on('data', (d: Buffer) => {
     const text = d.toString();
-    out += text;
+    // Only the tail is shown in failures.
+    out = (out + text).slice(-8_192);
     if (echo) process.stderr.write(text.replace(/^(?=.)/gm, `[${name}] `));
     partial += text;
     const lines = partial.split('\n');
@@ -116,6 +125,8 @@ export function startOperatorProcess(o: OperatorProcessOptions): OperatorProcess
       if (!line.startsWith('{')) continue;
       try {
         parsed.push(JSON.parse(line) as LogLine);
+        if (o.logLimit !== undefined && parsed.length > Math.max(o.logLimit, LOG_HEAD + 1))
+          parsed.splice(LOG_HEAD, 1);
       } catch {
         // A line that is not JSON is not a log record (nothing else writes to stdout in `run`).
       }

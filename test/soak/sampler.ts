@@ -1,9 +1,13 @@
-// Process health over a soak run: event-loop delay (perf_hooks monitorEventLoopDelay), RSS and active
-// handles (process.getActiveResourcesInfo()) sampled every few seconds, and the trend tests applied to
-// them at the end.
+// Health over a soak run. The product processes (ProductSampler): each one's heap after a full GC, RSS,
+// active handles and sockets, sampled from outside every few seconds (probe.ts) and judged at the end
+// against LIMITS (limits.ts). The harness (Sampler, this process: the churn, the fault fronts and API
+// proxies, the monitor): event-loop delay, RSS, heap after GC and handles, reported apart; only its
+// event-loop delay is judged (it paces the churn), never its memory.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { LIMITS } from './limits.ts';
+import type { ProcessProbe, ProcessSample } from './probe.ts';
 
 // A full GC before each memory sample, so the heap measured is what is still referenced: RSS alone
 // rarely shrinks and mostly shows how far V8 let the heap grow. (The flag exposes `gc` to new contexts.)
@@ -72,9 +76,9 @@ export class Sampler {
         p99Ms: ms(this.#whole.percentile(99)),
         maxMs: ms(this.#whole.max),
       },
-      rss: trend(this.samples, (s) => s.rssMB),
-      heap: trend(this.samples, (s) => s.heapMB),
-      handles: trend(this.samples, (s) => s.handles),
+      rss: trendOf(this.samples, (s) => s.rssMB),
+      heap: trendOf(this.samples, (s) => s.heapMB),
+      handles: trendOf(this.samples, (s) => s.handles),
     };
   }
 
@@ -115,7 +119,8 @@ export function theilSen(points: ReadonlyArray<{ x: number; y: number }>): numbe
   return slopes.length % 2 === 1 ? slopes[mid]! : (slopes[mid - 1]! + slopes[mid]!) / 2;
 }
 
-function trend(samples: readonly Sample[], value: (s: Sample) => number): Trend {
+/** The trend of one measure over a series of samples. */
+export function trendOf<S extends { t: number }>(samples: readonly S[], value: (s: S) => number): Trend {
   const half = samples.slice(Math.floor(samples.length / 2));
   const perSecond = theilSen(half.map((s) => ({ x: s.t, y: value(s) })));
   const span = half.length > 1 ? half[half.length - 1]!.t - half[0]!.t : 0;
@@ -128,36 +133,144 @@ function trend(samples: readonly Sample[], value: (s: Sample) => number): Trend 
   };
 }
 
-/**
- * Leak verdicts. A leak is a steady climb through the second half of the run (after warm-up: caches
- * filled, JIT done), so both conditions must hold: the robust slope is above a rate that steady churn
- * should not sustain, and the growth it implies over the second half is large relative to the level,
- * which keeps short runs and noisy steps from failing. Memory is judged on the heap after a full GC
- * (what is still referenced): > 2 MB/min and > 10% of its median level over the second half. Handles:
- * > 6/min and > 25% of their median level (at least 50) over the second half. Their level is not
- * flat even without a leak: client-node opens a connection per request (a fresh undici Agent each
- * time) and keeps it idle until its keep-alive timeout, so the count follows the recent request rate;
- * a real leak (a watch, socket or timer per reconcile) grows without bound, far past that. RSS is
- * reported, not judged: V8 grows it lazily and rarely gives it back. At least 8 samples in the second
- * half are needed.
- */
-export function leaks(h: HealthSummary, samples: readonly Sample[]): string[] {
-  const found: string[] = [];
-  if (h.samples < 16) return found;
+export interface ProcessSummary {
+  samples: number;
+  /** Median over the second half (after warm-up). */
+  level: { rssMB: number; heapMB: number; handles: number; sockets: number };
+  heap: Trend;
+  rss: Trend;
+  handles: Trend;
+  sockets: Trend;
+  /** Highest RSS seen. */
+  peakRssMB: number;
+  handleTypes: Record<string, number>;
+  /** Restarts during the run (an operator exits on lost leadership); the figures are of the last process. */
+  restarts?: number;
+}
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1] ?? 0;
+
+export function summarizeProcess(
+  samples: readonly ProcessSample[],
+  handleTypes: Record<string, number> = {},
+): ProcessSummary {
   const half = samples.slice(Math.floor(samples.length / 2));
-  const median = (values: number[]): number => values.sort((a, b) => a - b)[values.length >> 1] ?? 0;
-  const heapLevel = median(half.map((s) => s.heapMB));
-  const handleLevel = median(half.map((s) => s.handles));
-  if (h.heap.slopePerMin > 2 && h.heap.secondHalfGrowth > heapLevel * 0.1)
+  return {
+    samples: samples.length,
+    level: {
+      rssMB: median(half.map((s) => s.rssMB)),
+      heapMB: median(half.map((s) => s.heapMB)),
+      handles: median(half.map((s) => s.handles)),
+      sockets: median(half.map((s) => s.sockets)),
+    },
+    heap: trendOf(samples, (s) => s.heapMB),
+    rss: trendOf(samples, (s) => s.rssMB),
+    handles: trendOf(samples, (s) => s.handles),
+    sockets: trendOf(samples, (s) => s.sockets),
+    peakRssMB: Math.max(0, ...samples.map((s) => s.rssMB)),
+    handleTypes,
+  };
+}
+
+/** The memory verdicts on one product process (LIMITS); empty when it passes or the run is too short. */
+export function judgeProcess(name: string, p: ProcessSummary): string[] {
+  const found: string[] = [];
+  if (p.samples - Math.floor(p.samples / 2) < LIMITS.minSecondHalfSamples) return found;
+  if (p.heap.slopePerMin > LIMITS.heapSlopeMBPerMin)
     found.push(
-      `heap after GC grows ${h.heap.slopePerMin} MB/min over the second half (+${h.heap.secondHalfGrowth} MB on ${heapLevel} MB)`,
+      `${name}: heap after GC grows ${p.heap.slopePerMin} MB/min over the second half (limit ${LIMITS.heapSlopeMBPerMin}; +${p.heap.secondHalfGrowth} MB on ${p.level.heapMB} MB)`,
     );
-  if (h.handles.slopePerMin > 6 && h.handles.secondHalfGrowth > Math.max(50, handleLevel * 0.25))
+  if (Math.abs(p.rss.secondHalfGrowth) > p.level.rssMB * LIMITS.rssFlatFraction)
     found.push(
-      `active handles grow ${h.handles.slopePerMin}/min over the second half (+${h.handles.secondHalfGrowth} on ${handleLevel})`,
+      `${name}: RSS moves ${p.rss.secondHalfGrowth} MB over the second half, more than ${LIMITS.rssFlatFraction * 100} % of ${p.level.rssMB} MB`,
     );
+  for (const [what, trend, level] of [
+    ['active handles', p.handles, p.level.handles],
+    ['sockets', p.sockets, p.level.sockets],
+  ] as const) {
+    const bound = Math.max(LIMITS.countFlatFloor, level * LIMITS.countFlatFraction);
+    if (trend.secondHalfGrowth > bound)
+      found.push(
+        `${name}: ${what} grow +${trend.secondHalfGrowth} over the second half (on ${level}; bound ${bound})`,
+      );
+  }
   return found;
 }
 
-/** Fails above 100 ms p99 event-loop delay over the whole run. */
-export const LAG_P99_LIMIT_MS = 100;
+/**
+ * Samples every product process every few seconds (one after the other, each a full GC of its own).
+ * A sample that fails (the process is busy past the timeout, or gone) is counted, not fatal.
+ */
+export class ProductSampler {
+  readonly series: Record<string, ProcessSample[]> = {};
+  readonly errors: Record<string, number> = {};
+  /** Per process, the index in `series` where its current process began (after a restart). */
+  readonly #since: Record<string, number> = {};
+  /** Restarts per process. */
+  readonly restarts: Record<string, number> = {};
+  readonly #probes: readonly ProcessProbe[];
+  readonly #t0: number;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #stopped = false;
+
+  readonly #log: (line: string) => void;
+
+  constructor(
+    probes: readonly ProcessProbe[],
+    log: (line: string) => void = () => {},
+    t0 = performance.now(),
+  ) {
+    this.#probes = probes;
+    this.#log = log;
+    this.#t0 = t0;
+    for (const p of probes) this.series[p.name] = [];
+  }
+
+  start(everyMs: number): void {
+    const tick = (): void => {
+      if (this.#stopped) return;
+      this.#running = this.#take().finally(() => {
+        if (!this.#stopped) this.#timer = setTimeout(tick, everyMs);
+      });
+    };
+    tick();
+  }
+
+  async #take(): Promise<void> {
+    for (const probe of this.#probes) {
+      const t = Math.round((performance.now() - this.#t0) / 100) / 10;
+      try {
+        this.series[probe.name]?.push(await probe.sample(t));
+      } catch (err) {
+        const count = (this.errors[probe.name] ?? 0) + 1;
+        this.errors[probe.name] = count;
+        if (count === 1 || count % 10 === 0)
+          this.#log(
+            `soak: sample of ${probe.name} failed (${count} so far): ${(err as Error).message}; ${await probe.state()}`,
+          );
+      }
+    }
+  }
+
+  /** The process of that name was restarted: its trend is judged on the new process's samples only. */
+  restarted(name: string): void {
+    this.#since[name] = this.series[name]?.length ?? 0;
+    this.restarts[name] = (this.restarts[name] ?? 0) + 1;
+  }
+
+  /** Stops after a last sample; the summaries by process (of the current process of each name). */
+  async stop(): Promise<Record<string, ProcessSummary>> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+    await this.#take();
+    const out: Record<string, ProcessSummary> = {};
+    for (const probe of this.#probes) {
+      const types = await probe.handleTypes().catch(() => ({}));
+      const samples = (this.series[probe.name] ?? []).slice(this.#since[probe.name] ?? 0);
+      out[probe.name] = { ...summarizeProcess(samples, types), restarts: this.restarts[probe.name] ?? 0 };
+    }
+    return out;
+  }
+}

@@ -30,6 +30,7 @@ import { eventually } from '../../helpers/eventually.ts';
 import { type OperatorProcess, startOperatorProcess } from '../../helpers/operator-process.ts';
 import { whenSettled } from '../../helpers/rejection.ts';
 import { type Central, startCentral } from '../berth/harness.ts';
+import { appDeployment } from '../managed/harness.ts';
 
 export const OPERATOR_NS = 'berth-system';
 export const NS = 'team-a';
@@ -58,6 +59,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Entry point other than `src/main.ts` (the built `main.js`). */
   main?: string;
+  /** OperatorProcessOptions.logLimit (long runs). */
+  logLimit?: number;
 }
 
 /** Creates each object as the admin (apply order: as given). */
@@ -164,6 +167,7 @@ export class OperatorCluster {
       name: o.name,
       ...(o.env ? { env: o.env } : {}),
       ...(o.main ? { main: o.main } : {}),
+      ...(o.logLimit === undefined ? {} : { logLimit: o.logLimit }),
     });
   }
 
@@ -257,6 +261,19 @@ export class OperatorCluster {
       if ((err as { code?: number }).code === 404) return undefined;
       throw err;
     }
+  }
+
+  async deleteLease(name: string): Promise<void> {
+    await this.custom.deleteNamespacedCustomObject({ ...this.ref(), name });
+  }
+
+  /** A Deployment (replicas as given) whose Pods carry `app=<name>`. */
+  async createDeployment(name: string, replicas: number): Promise<void> {
+    await this.apps.createNamespacedDeployment({ namespace: NS, body: appDeployment(name, replicas) });
+  }
+
+  async pods(labelSelector: string): Promise<V1Pod[]> {
+    return (await this.core.listNamespacedPod({ namespace: NS, labelSelector })).items;
   }
 
   async stop(): Promise<void> {

@@ -4,12 +4,16 @@
 // everything else works (churn happened, health was sampled, the leases converged after the faults).
 // The CLI refuses bad arguments.
 import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_OPTIONS, runSoak } from '../../soak/soak.ts';
 
 describe('npm run soak', () => {
   it('a tiny run fails on an injected invariant breach, and only on that', async () => {
     const lines: string[] = [];
+    const outDir = mkdtempSync(join(tmpdir(), 'berth-soak-test-'));
     const summary = await runSoak({
       ...DEFAULT_OPTIONS,
       // Each churn action is a few API calls through admission (up to a second each on two busy cores,
@@ -21,6 +25,7 @@ describe('npm run soak', () => {
       faultChance: 0.3,
       limits: { workloads: 2, leaseOnly: 2, nodes: 2, agents: 2 },
       injectBreach: true,
+      outDir,
       log: (line) => lines.push(line),
     });
     expect(summary.ok).toBe(false);
@@ -35,11 +40,24 @@ describe('npm run soak', () => {
     expect(summary.convergence).toMatchObject({ ok: true, pending: [] });
     const actions = Object.values(summary.actions).reduce((n, a) => n + a.ok + a.failed, 0);
     expect(actions).toBeGreaterThan(5);
-    expect(summary.health.samples).toBeGreaterThan(2);
-    expect(summary.health.handles.first).toBeGreaterThan(0);
-    // Two control planes start before the churn (10-35 s on two busy cores; the fakes took none), and
+    expect(summary.harness.samples).toBeGreaterThan(2);
+    // Every product process was sampled from outside (too few samples to judge a trend: no verdict).
+    expect(Object.keys(summary.processes).sort()).toEqual([
+      'central',
+      'helper',
+      'operator-east',
+      'operator-west',
+    ]);
+    for (const p of Object.values(summary.processes)) {
+      expect(p.samples).toBeGreaterThan(0);
+      expect(p.heap.first).toBeGreaterThan(0);
+      expect(p.handles.first).toBeGreaterThan(0);
+    }
+    expect(existsSync(summary.svg)).toBe(true);
+    rmSync(outDir, { recursive: true, force: true });
+    // The build (tsc) and two control planes start before the churn (10-35 s each on two busy cores), and
     // convergence may take its 60 s bound: the run reports that rather than time out.
-  }, 120_000);
+  }, 240_000);
 
   it('refuses bad arguments with its usage, exit code 2', async () => {
     const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
@@ -52,7 +70,7 @@ describe('npm run soak', () => {
     });
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(
-      '--minutes: want a positive number, got soon\nusage: npm run soak -- [--minutes N] [--seed S] [--inject-breach]\n',
+      '--minutes: want a positive number, got soon\nusage: npm run soak -- [--minutes N] [--seed S] [--inject-breach] [--out-dir DIR] [--svg FILE] [--heap-snapshots]\n',
     );
   });
 });
