@@ -35,6 +35,19 @@ export interface GoModule {
 /** Progress lines, already prefixed with what is being built. */
 export type Log = (line: string) => void;
 
+/** What every `ensure…()` of hack/ takes. */
+export interface BuildOptions {
+  /** Progress lines (default: stderr). */
+  log?: (line: string) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** The options' log (stderr by default), each line prefixed with `label: `. */
+export function labelledLog(options: BuildOptions, label: string): Log {
+  const out = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  return (line) => out(`${label}: ${line}`);
+}
+
 /** The version of `mod.module` that its go.mod requires. */
 export function pinnedVersion(mod: GoModule): string {
   const gomod = readFileSync(join(mod.dir, 'go.mod'), 'utf8');

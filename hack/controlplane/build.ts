@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BuildError,
+  type BuildOptions,
   buildModule,
   cacheDir,
   elapsed,
@@ -18,6 +19,7 @@ import {
   goVersion,
   hasManifest,
   type Log,
+  labelledLog,
   modulesDigest,
   pinnedVersion,
   runBuildCommand,
@@ -143,17 +145,10 @@ export function cachedBinaries(env: NodeJS.ProcessEnv = process.env): ControlPla
   return hasManifest(dir) ? binariesIn(dir, versions) : undefined;
 }
 
-export interface BuildOptions {
-  /** Progress lines (default: stderr). */
-  log?: (line: string) => void;
-  env?: NodeJS.ProcessEnv;
-}
-
 /** The binaries of the current pins, building them first when the cache does not have them. */
 export async function ensureBinaries(options: BuildOptions = {}): Promise<ControlPlaneBinaries> {
   const env = options.env ?? process.env;
-  const out = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const log: Log = (line) => out(`controlplane: ${line}`);
+  const log = labelledLog(options, 'controlplane');
   const versions = pinnedVersions();
   return ensureBuilt({
     root: cacheRoot(env),

@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  type BuildOptions,
   buildModule,
   cacheDir,
   elapsed,
@@ -13,7 +14,7 @@ import {
   goBuildEnv,
   goVersion,
   hasManifest,
-  type Log,
+  labelledLog,
   modulesDigest,
   pinnedVersion,
   runBuildCommand,
@@ -63,17 +64,10 @@ export function helmCacheKey(): string {
 const binaryIn = (dir: string): HelmBinary | undefined =>
   hasManifest(dir) ? { dir, version: pinnedVersion(MODULE), bin: join(dir, 'bin', 'helm') } : undefined;
 
-export interface BuildOptions {
-  /** Progress lines (default: stderr). */
-  log?: (line: string) => void;
-  env?: NodeJS.ProcessEnv;
-}
-
 /** Helm of the current pin, built first when the cache does not have it. */
 export function ensureHelm(options: BuildOptions = {}): Promise<HelmBinary> {
   const env = options.env ?? process.env;
-  const out = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const log: Log = (line) => out(`helm: ${line}`);
+  const log = labelledLog(options, 'helm');
   return ensureBuilt({
     root: helmCacheRoot(env),
     key: helmCacheKey(),

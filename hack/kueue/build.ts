@@ -9,6 +9,7 @@ import { cpSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BuildError,
+  type BuildOptions,
   buildModule,
   cacheDir,
   elapsed,
@@ -18,7 +19,7 @@ import {
   goText,
   goVersion,
   hasManifest,
-  type Log,
+  labelledLog,
   modulesDigest,
   pinnedVersion,
   runBuildCommand,
@@ -75,17 +76,10 @@ const binaryIn = (dir: string): KueueBinary | undefined =>
       }
     : undefined;
 
-export interface BuildOptions {
-  /** Progress lines (default: stderr). */
-  log?: (line: string) => void;
-  env?: NodeJS.ProcessEnv;
-}
-
 /** Kueue of the current pin, built first when the cache does not have it. */
 export function ensureKueue(options: BuildOptions = {}): Promise<KueueBinary> {
   const env = options.env ?? process.env;
-  const out = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const log: Log = (line) => out(`kueue: ${line}`);
+  const log = labelledLog(options, 'kueue');
   return ensureBuilt({
     root: kueueCacheRoot(env),
     key: kueueCacheKey(),

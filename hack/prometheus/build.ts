@@ -8,6 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BuildError,
+  type BuildOptions,
   buildModule,
   cacheDir,
   elapsed,
@@ -16,7 +17,7 @@ import {
   goBuildEnv,
   goVersion,
   hasManifest,
-  type Log,
+  labelledLog,
   modulesDigest,
   pinnedVersion,
   runBuildCommand,
@@ -98,17 +99,10 @@ const binariesIn = (dir: string): PrometheusBinaries | undefined =>
       }
     : undefined;
 
-export interface BuildOptions {
-  /** Progress lines (default: stderr). */
-  log?: (line: string) => void;
-  env?: NodeJS.ProcessEnv;
-}
-
 /** prometheus and promtool of the current pin, built first when the cache does not have them. */
 export function ensurePrometheus(options: BuildOptions = {}): Promise<PrometheusBinaries> {
   const env = options.env ?? process.env;
-  const out = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const log: Log = (line) => out(`prometheus: ${line}`);
+  const log = labelledLog(options, 'prometheus');
   return ensureBuilt({
     root: prometheusCacheRoot(env),
     key: prometheusCacheKey(),
