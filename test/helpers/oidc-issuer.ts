@@ -105,12 +105,15 @@ export class LocalIssuer {
     return `${this.url}/token`;
   }
 
-  /** Verifies a token this issuer signed (its key, issuer and, when given, audience) by the issuer's clock. */
-  async verify(token: string, audience?: string): Promise<JWTPayload> {
+  /**
+   * Verifies a token this issuer signed (its key, issuer and, when given, audience) by the issuer's clock,
+   * as of `at` (epoch ms; default now): a short-lived token checked after the fact is checked as issued.
+   */
+  async verify(token: string, audience?: string, at = Date.now()): Promise<JWTPayload> {
     const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: [this.#publicJwk!] }), {
       issuer: this.url,
       ...(audience === undefined ? {} : { audience }),
-      currentDate: new Date(Date.now() + this.clockOffsetMs),
+      currentDate: new Date(at + this.clockOffsetMs),
     });
     return payload;
   }
