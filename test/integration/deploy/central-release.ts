@@ -36,6 +36,22 @@ export function apiserverContainer(install: ManifestObject[], fullname: string):
   return c;
 }
 
+/**
+ * The values of a release this process can stand in for: no replicas (KWOK would fake their Pods), the
+ * Kubernetes Lease store in `leases`, TLS and static keys from the named Secrets, the Service on `port`
+ * (routeService routes port 443 of a Service).
+ */
+export function standInValues(o: { leases: string; tlsSecret: string; keysSecret: string; port: number }) {
+  return {
+    replicaCount: 0,
+    store: { backend: 'k8s' },
+    coordination: { namespace: o.leases, inCluster: true },
+    tls: { existingSecret: o.tlsSecret },
+    auth: { mode: 'static-keys', staticKeys: { secretName: o.keysSecret } },
+    service: { port: o.port },
+  };
+}
+
 export interface CentralReleaseOptions {
   t: TestCluster;
   proxy: ApiProxy;

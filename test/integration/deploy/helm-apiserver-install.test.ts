@@ -26,6 +26,7 @@ import {
   apiserverPodSpec,
   type RunningCentral,
   serviceEndpoint,
+  standInValues,
   startCentralRelease,
 } from './central-release.ts';
 import { listedObjects } from './install.ts';
@@ -131,16 +132,7 @@ afterAll(async () => {
 describe('helm install, upgrade and uninstall of berth-apiserver', () => {
   it('installs a server on Leases of another namespace that a lease client uses through the Service, with no 403', async () => {
     const values = await helm.valuesArgs([
-      {
-        // KWOK would fake the Pods; this process is the replica.
-        replicaCount: 0,
-        store: { backend: 'k8s' },
-        coordination: { namespace: LEASES, inCluster: true },
-        tls: { existingSecret: 'edge-tls' },
-        auth: { mode: 'static-keys', staticKeys: { secretName: 'edge-keys' } },
-        // routeService routes port 443 of a Service.
-        service: { port: 443 },
-      },
+      standInValues({ leases: LEASES, tlsSecret: 'edge-tls', keysSecret: 'edge-keys', port: 443 }),
     ]);
     await helm.ok(['install', RELEASE, APISERVER_CHART, '-n', NAMESPACE, '--wait', ...values], kubeconfig());
     const central = await startRelease();

@@ -38,6 +38,7 @@ import {
   apiserverFullname,
   type RunningCentral,
   serviceEndpoint,
+  standInValues,
   startCentralRelease,
 } from './central-release.ts';
 import { applySample, listedObjects } from './install.ts';
@@ -215,14 +216,12 @@ afterAll(async () => {
 describe('helm install of both charts: a working pair', () => {
   it('runs the sample managed Deployment on a lease of the central release, with no 403', async () => {
     const centralValues = await helm.valuesArgs([
-      {
-        replicaCount: 0,
-        store: { backend: 'k8s' },
-        coordination: { namespace: LEASES, inCluster: true },
-        tls: { existingSecret: 'central-tls' },
-        auth: { mode: 'static-keys', staticKeys: { secretName: 'central-keys' } },
-        service: { port: CENTRAL_PORT },
-      },
+      standInValues({
+        leases: LEASES,
+        tlsSecret: 'central-tls',
+        keysSecret: 'central-keys',
+        port: CENTRAL_PORT,
+      }),
     ]);
     await helm.ok(
       ['install', CENTRAL_RELEASE, APISERVER_CHART, '-n', CENTRAL_NAMESPACE, '--wait', ...centralValues],
