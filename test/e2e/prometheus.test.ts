@@ -437,7 +437,16 @@ describe.skipIf(skip)('a real Prometheus scrapes the operator and the central se
     // The reader role is what lets a token in: the operator's SubjectAccessReview refuses the other one.
     expect(byJob.unbound?.health).toBe('down');
     expect(byJob.unbound?.lastError).toContain('403');
-    const up = await query('up');
+    // A target's health is set before its scrape's samples are committed (kube-apiserver's large scrape
+    // showed up in a CI run as healthy with no `up` yet), so wait for every job's sample.
+    const up = await eventually(
+      async () => {
+        const samples = await query('up');
+        if (samples.length < targets.length) throw new Error(`up not committed yet: ${JSON.stringify(samples)}`);
+        return samples;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     expect(Object.fromEntries(up.map((s) => [s.metric.job, s.value[1]]))).toEqual({
       [JOB.operator]: '1',
       [JOB.central]: '1',
