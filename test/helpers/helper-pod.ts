@@ -304,7 +304,7 @@ export class HelperPod {
       );
       await eventually(async () => (await this.probeOnce()) === 200, { timeoutMs: 20_000, intervalMs: 50 });
       if (this.#stopping) return;
-      const proc = spawnProc(`${this.name}/app`, this.appBinary, ['3600']);
+      const proc = spawnProc(`${this.name}/app`, this.appBinary, ['infinity']);
       const run: AppRun = { proc, startedAt: Date.now() };
       this.app = run;
       this.phase = 'running';

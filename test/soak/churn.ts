@@ -9,10 +9,8 @@ import type { BerthLeaseSpec } from '../../src/berth/api.ts';
 import { mergePatch, strategicPatch } from '../helpers/api.ts';
 import { deploymentLease, NS } from '../integration/managed/harness.ts';
 import type { Random } from './random.ts';
+import { LEASE_TIMES } from './timing.ts';
 import { AGENT_LABEL, AGENT_NS, AGENT_VALUE, type Site } from './world.ts';
-
-/** Short leases, so that central faults outlast them and failovers happen within a run. */
-export const LEASE_TIMES = { ttlSeconds: 15, heartbeatIntervalSeconds: 2 } as const;
 
 export interface ChurnLimits {
   workloads: number;

@@ -17,12 +17,13 @@ import { mergePatch } from '../helpers/api.ts';
 import { eventually } from '../helpers/eventually.ts';
 import type { Breach } from '../helpers/invariants.ts';
 import { GATE, NS } from '../integration/managed/harness.ts';
-import { type ActionCounts, Churn, type ChurnLimits, LEASE_TIMES } from './churn.ts';
+import { type ActionCounts, Churn, type ChurnLimits } from './churn.ts';
 import { FaultInjector } from './faults.ts';
 import { LIMITS } from './limits.ts';
 import { Random } from './random.ts';
 import { type HealthSummary, judgeProcess, type ProcessSummary, ProductSampler, Sampler } from './sampler.ts';
 import { memorySvg } from './svg.ts';
+import { CRASH_WINDOW, LEASE_TIMES } from './timing.ts';
 import { startWorld, type World } from './world.ts';
 
 export interface SoakOptions {
@@ -52,7 +53,7 @@ export const DEFAULT_OPTIONS: Omit<SoakOptions, 'durationMs' | 'seed' | 'log' | 
   churnEveryMs: 400,
   faultChance: 0.15,
   limits: { workloads: 6, leaseOnly: 6, nodes: 4, agents: 6 },
-  convergeTimeoutMs: 60_000,
+  convergeTimeoutMs: 90_000,
   injectBreach: false,
   heapSnapshots: false,
 };
@@ -257,7 +258,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
       const stepStart = Date.now();
       await churn.step();
       if (Date.now() >= nextFaultTick) {
-        await faults.tick(o.faultChance);
+        await faults.tick(o.faultChance, Date.now() < end - o.durationMs * (1 - CRASH_WINDOW));
         nextFaultTick += 1_000;
       }
       if (!injected && Date.now() >= end - o.durationMs / 2) {
@@ -274,13 +275,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
         o.log(`  leases: ${await leaseStates(world, b.key.split('/')[1] ?? '')}`);
         o.log(`  faults in force: ${faults.active().join('; ') || 'none'}`);
       }
-      try {
-        for (const site of await world.restartExited(o.log)) product.restarted(`operator-${site.name}`);
-      } catch (err) {
-        exits.push(`an operator did not come back after its restart: ${(err as Error).message}`);
-        o.log(`soak: ${exits.at(-1)}`);
-        break;
-      }
+      for (const site of world.restartExited(o.log)) product.restarted(`operator-${site.name}`);
       const gone = world.exits();
       if (gone.length > 0) {
         exits.push(...gone);
@@ -316,9 +311,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
     const convergeStart = Date.now();
     let pending = await pendingConvergence(world, churn);
     while (pending.length > 0 && Date.now() - convergeStart < o.convergeTimeoutMs) {
+      // An operator crashed or deposed by the last faults comes back here too.
+      for (const site of world.restartExited(o.log)) product.restarted(`operator-${site.name}`);
       await sleep(500);
       pending = await pendingConvergence(world, churn);
     }
+    for (const gone of world.exits()) if (!exits.includes(gone)) exits.push(gone);
     convergence = { ok: pending.length === 0, seconds: (Date.now() - convergeStart) / 1000, pending };
     await world.monitor.settle();
     for (const site of world.sites) objects[site.name] = await countObjects(site.cluster.t.kc);

@@ -38,6 +38,7 @@ import {
   SERVICE_ACCOUNT,
 } from '../integration/reliability/operator-cluster.ts';
 import { INSPECT_OPTION, ProcessProbe } from './probe.ts';
+import { LEADER_ELECTION } from './timing.ts';
 
 /** Agent Pods of the node taint guard live in the operator namespace (its default). */
 export const AGENT_NS = OPERATOR_NS;
@@ -45,12 +46,8 @@ export const AGENT_LABEL = 'app.kubernetes.io/name';
 export const AGENT_VALUE = 'aether-agent';
 /** Short, so that taints are re-armed during a run. */
 const TAINT_GRACE = '2s';
-/** The install's leader election (the chart's defaults), not the tests' short one. */
-const LEADER_ELECTION = [
-  '--leader-election-lease-duration=15s',
-  '--leader-election-renew-deadline=10s',
-  '--leader-election-retry-period=2s',
-];
+/** How long a restarted operator may take to be ready (a kubelet's startup probe would allow as much). */
+const RESTART_TIMEOUT_MS = 120_000;
 /** The helper Pod's lease at the central server (a namespace/name no BerthLease of the churn uses). */
 const HELPER_LEASE = 'soak-helper';
 
@@ -72,13 +69,18 @@ export interface World {
   probes: ProcessProbe[];
   /** The Node.js environment each kind of product process runs with. */
   env: Record<string, string>;
-  /** The central server or the helper sidecar exited (each is a failure). */
+  /**
+   * The failures that end a run: the central server or the helper sidecar exited, or an operator did not
+   * come back within RESTART_TIMEOUT_MS of its restart.
+   */
   exits(): string[];
   /**
    * Operators that exited (`run` exits on lost leadership, by design), started again as the kubelet
-   * restarts a container; each restart is logged and counted.
+   * restarts a container; each restart is logged and counted, and the exited process's log is kept.
+   * Returns at once with the sites restarted now: each comes back (ready, then routed) in the background,
+   * so that the run goes on meanwhile, and the fault that made the operator exit is lifted on time.
    */
-  restartExited(log: (line: string) => void): Promise<Site[]>;
+  restartExited(log: (line: string) => void): Site[];
   stop(): Promise<void>;
 }
 
@@ -153,6 +155,15 @@ async function startSite(
   await cluster.route([operator]);
   await cluster.admissionWorks(90_000);
   return { name, cluster, front, operator, restarts: 0 };
+}
+
+/** What a product process logged (its start-up and newest lines) and its stderr, for a report. */
+function dumpLog(dir: string, name: string, lines: readonly object[], stderr: string): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, `${name}.log`),
+    `${lines.map((l) => JSON.stringify(l)).join('\n')}\n--- stderr ---\n${stderr.slice(-20_000)}`,
+  );
 }
 
 async function stopSite(site: Site): Promise<void> {
@@ -234,6 +245,9 @@ export async function startWorld(dir: string, log: (line: string) => void): Prom
     for (const p of probes) await p.ready();
     const monitor = await InvariantMonitor.start(sites.map((s) => ({ name: s.name, kc: s.cluster.t.kc })));
     const h = helper;
+    const logs = join(dir, 'logs');
+    const restarting = new Set<Site>();
+    const restartFailures: string[] = [];
     return {
       central,
       helper: h,
@@ -246,40 +260,44 @@ export async function startWorld(dir: string, log: (line: string) => void): Prom
         helper: hEnv.NODE_OPTIONS ?? '',
       },
       exits() {
-        const out: string[] = [];
+        const out = [...restartFailures];
         if (central.proc.hasExited()) out.push(`central exited: ${central.proc.stderr().slice(-300)}`);
         if (sidecar.hasExited()) out.push(`helper sidecar exited: ${sidecar.stderr().slice(-300)}`);
         return out;
       },
-      async restartExited(log) {
-        const exited = sites.filter((site) => site.operator.hasExited());
+      restartExited(log) {
+        const exited = sites.filter((site) => site.operator.hasExited() && !restarting.has(site));
         for (const site of exited) {
-          const { code, signal } = await site.operator.exited;
-          const stopped = site.operator.logs().findLast((l) => l.msg === 'berth-operator stopped');
+          const old = site.operator;
+          const { exitCode, signalCode } = old.child;
+          const stopped = old.logs().findLast((l) => l.msg === 'berth-operator stopped');
+          const kept = `operator-${site.name}.${site.restarts}`;
+          dumpLog(logs, kept, old.logs(), old.stderr());
           log(
-            `soak: operator-${site.name} exited (${code ?? signal}${stopped ? `: ${String(stopped.reason)}` : ''}); restarting it`,
+            `soak: operator-${site.name} exited (${exitCode ?? signalCode}${stopped ? `: ${String(stopped.reason)}` : ''}; log in ${join(logs, `${kept}.log`)}); restarting it`,
           );
-          site.operator = startOperator(site.name, site.cluster, site.front, main, operatorEnv);
+          const next = startOperator(site.name, site.cluster, site.front, main, operatorEnv);
+          site.operator = next;
           site.restarts++;
-        }
-        for (const site of exited) {
-          await site.operator.ready(120_000);
-          await site.cluster.route([site.operator]);
+          restarting.add(site);
+          void (async () => {
+            await next.ready(RESTART_TIMEOUT_MS);
+            await site.cluster.route([next]);
+          })().then(
+            () => restarting.delete(site),
+            (err: unknown) => {
+              restartFailures.push(
+                `operator-${site.name} did not come back after its restart: ${err instanceof Error ? err.message : String(err)}`,
+              );
+            },
+          );
         }
         return exited;
       },
       async stop() {
-        // What each product process logged (its start-up and newest lines) and its stderr, for a report.
-        const logs = join(dir, 'logs');
-        mkdirSync(logs, { recursive: true });
-        const dump = (name: string, lines: readonly object[], stderr: string): void =>
-          writeFileSync(
-            join(logs, `${name}.log`),
-            `${lines.map((l) => JSON.stringify(l)).join('\n')}\n--- stderr ---\n${stderr.slice(-20_000)}`,
-          );
-        for (const s of sites) dump(`operator-${s.name}`, s.operator.logs(), s.operator.stderr());
-        dump('central', central.proc.logs().slice(-2_000), central.proc.stderr());
-        dump('helper', sidecar.logs().slice(-2_000), sidecar.stderr());
+        for (const s of sites) dumpLog(logs, `operator-${s.name}`, s.operator.logs(), s.operator.stderr());
+        dumpLog(logs, 'central', central.proc.logs().slice(-2_000), central.proc.stderr());
+        dumpLog(logs, 'helper', sidecar.logs().slice(-2_000), sidecar.stderr());
         await monitor.stop();
         await h.terminate();
         for (const site of sites) await stopSite(site);
