@@ -15,8 +15,8 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../src/berth/api.ts';
-import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
 import { isNotFound } from '../../src/kube/client.ts';
+import { installBerthLeaseCrd } from '../helpers/crd.ts';
 import { eventually } from '../helpers/eventually.ts';
 
 /** Distinguishes this run's objects from those of earlier (maybe interrupted) runs. */

@@ -29,9 +29,9 @@ import {
   type ServiceRoute,
 } from '../../hack/controlplane/service-route.ts';
 import { GROUP, PLURAL, SCOPE_ENABLED, SCOPE_LABEL, VERSION } from '../../src/berth/api.ts';
-import { installBerthLeaseCrd } from '../../src/berth/crd.ts';
 import { isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
 import { KubeTransport } from '../../src/kube/transport.ts';
+import { installBerthLeaseCrd } from './crd.ts';
 import { eventually } from './eventually.ts';
 
 export type { LocalEndpoint, ServiceRoute };
