@@ -442,7 +442,8 @@ describe.skipIf(skip)('a real Prometheus scrapes the operator and the central se
     const up = await eventually(
       async () => {
         const samples = await query('up');
-        if (samples.length < targets.length) throw new Error(`up not committed yet: ${JSON.stringify(samples)}`);
+        if (samples.length < targets.length)
+          throw new Error(`up not committed yet: ${JSON.stringify(samples)}`);
         return samples;
       },
       { timeoutMs: 30_000, intervalMs: 250 },
