@@ -1,4 +1,5 @@
-// The manager: starts the process's parts in DESIGN.md's order and stops them gracefully.
+// The manager: starts the process's parts in order and stops them gracefully (docs/architecture.md,
+// "Runnables and leader election").
 //
 // Start: health/metrics server -> non-leader runnables group by group (certificate provider, admission
 // server, informer caches waiting for sync, others) -> ready -> leader election -> on winning, the

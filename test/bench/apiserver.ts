@@ -1,4 +1,4 @@
-// API server benchmark (formerly of the sandbox, now of the real control plane the tests run on): hold
+// API server benchmark (of the real control plane the tests run on): hold
 // 5,000 Nodes and 20,000 Pods, then measure list, selector list costs through client-node over HTTPS.
 // The figures are those of kube-apiserver and etcd (no fsync) on this machine, with the real controllers
 // running: they describe the test rig, not the product. Memory is the growth of the kube-apiserver and

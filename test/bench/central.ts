@@ -8,7 +8,7 @@
 // (hack/controlplane; the store acts as the admin) with the default client-side limit (500 qps / burst
 // 1000) and without it (qps 0). PostgreSQL and the control plane run in their own processes, as a
 // database and an API server would; client and central server share this one. The k8s figures are those
-// of a real API server (etcd writes, admission, authorization), no longer of the in-memory sandbox.
+// of a real API server (etcd writes, admission, authorization).
 // Baseline in the same run: the lease manager on the memory store called directly, no HTTP (the floor).
 import { Agent, request } from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
