@@ -14,24 +14,22 @@
 // (a)'s body, same certificate; installed on demand into a cache directory (skipped, visibly, when npm
 // cannot install it).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
-  ApiextensionsV1Api,
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
-  type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
-import { parse as parseYaml } from 'yaml';
 import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../../src/berth/api.ts';
 import { testPki } from '../fixtures/webhooks/certs.ts';
 import { post } from '../fixtures/webhooks/client.ts';
 import { berthLease, reviewBody, workload } from '../fixtures/webhooks/objects.ts';
+import { installBerthLeaseCrd } from '../helpers/crd.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { imageEnv } from '../helpers/image.ts';
 import { adminKubeConfig, benchControlPlane, describeServer } from './controlplane.ts';
@@ -274,10 +272,7 @@ async function settled(server: ServerProcess): Promise<{ reads: number; reviews:
  * which KWOK runs) and the lease in one.
  */
 async function seed(kc: KubeConfig): Promise<{ managedRs: OwnerIds; plainRs: OwnerIds }> {
-  const crd = parseYaml(
-    await readFile(new URL('../../deploy/crds/berthlease.yaml', import.meta.url), 'utf8'),
-  ) as V1CustomResourceDefinition;
-  await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
+  await installBerthLeaseCrd(kc);
   const core = kc.makeApiClient(CoreV1Api);
   const apps = kc.makeApiClient(AppsV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
