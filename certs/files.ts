@@ -7,11 +7,8 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Counter, Registry } from 'prom-client';
-import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
-import type { Logger } from '../src/observability/logger.ts';
-import { HeldCertificate } from './holder.ts';
-import { registerExpirySource, reloadErrorsCounter } from './metrics.ts';
+import type { Timer } from '../src/kube/clock.ts';
+import { HeldCertificate, type HeldCertificateOptions } from './holder.ts';
 import { checkServingPair, parseCertificate } from './pair.ts';
 import type { CertificateProvider } from './provider.ts';
 import { SerialRunner } from './serial.ts';
@@ -19,7 +16,7 @@ import { SerialRunner } from './serial.ts';
 export const DEFAULT_CERT_DIR = '/tmp/k8s-webhook-server/serving-certs';
 export const DEFAULT_POLL_INTERVAL_MS = 10_000;
 
-export interface FilesProviderOptions {
+export interface FilesProviderOptions extends HeldCertificateOptions {
   dir: string;
   certFile?: string;
   keyFile?: string;
@@ -30,9 +27,6 @@ export interface FilesProviderOptions {
   debounceMs?: number;
   /** Watch the directory (default true); without it only the poll picks changes up. */
   watch?: boolean;
-  clock?: Clock;
-  logger?: Logger;
-  registry?: Registry;
 }
 
 function errorCode(err: unknown): string {
@@ -52,10 +46,6 @@ async function readOptional(path: string): Promise<string | undefined> {
 export class FilesCertificateProvider extends HeldCertificate implements CertificateProvider {
   readonly mode = 'files' as const;
   readonly #o: FilesProviderOptions;
-  readonly #clock: Clock;
-  readonly #log: Logger | undefined;
-  readonly #errors: Counter | undefined;
-  readonly #unregisterExpiry: () => void;
   readonly #runner = new SerialRunner(() => this.#load());
   readonly #certFile: string;
   readonly #keyFile: string;
@@ -63,41 +53,20 @@ export class FilesCertificateProvider extends HeldCertificate implements Certifi
   #watcher: FSWatcher | undefined;
   #poll: Timer | undefined;
   #debounce: Timer | undefined;
-  #started = false;
-  #stopped = false;
   #lastProblem: string | undefined;
 
   constructor(options: FilesProviderOptions) {
-    const log = options.logger?.child({ component: 'certificates', certMode: 'files' });
-    super(log);
+    super('files', options);
     this.#o = options;
-    this.#clock = options.clock ?? realClock;
-    this.#log = log;
     this.#certFile = options.certFile ?? 'tls.crt';
     this.#keyFile = options.keyFile ?? 'tls.key';
     this.#caFile = options.caFile ?? 'ca.crt';
-    const registry = options.registry;
-    this.#errors = registry === undefined ? undefined : reloadErrorsCounter(registry);
-    this.#unregisterExpiry =
-      registry === undefined
-        ? () => {}
-        : registerExpirySource(registry, () => {
-            const expiry = this.holder.expiry();
-            return expiry === undefined ? undefined : (expiry.getTime() - this.#clock.now()) / 1000;
-          });
   }
 
   /** Loads the pair once and starts watching and polling. */
-  async start(signal?: AbortSignal): Promise<void> {
-    if (this.#started) return;
-    this.#started = true;
-    if (signal?.aborted) {
-      await this.stop();
-      return;
-    }
-    signal?.addEventListener('abort', () => void this.stop(), { once: true });
+  protected async begin(): Promise<void> {
     this.#ensureWatcher();
-    this.#poll = this.#clock.setInterval(() => {
+    this.#poll = this.clock.setInterval(() => {
       this.#ensureWatcher();
       void this.#runner.run();
     }, this.#o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
@@ -106,27 +75,26 @@ export class FilesCertificateProvider extends HeldCertificate implements Certifi
 
   /** Re-reads the files now; resolves after a read that started after the call. */
   refresh(): Promise<void> {
-    return this.#stopped ? Promise.resolve() : this.#runner.run();
+    return this.stopped ? Promise.resolve() : this.#runner.run();
   }
 
-  async stop(): Promise<void> {
-    if (!this.#stopped) {
-      this.#stopped = true;
-      this.#clock.clearTimeout(this.#poll);
-      this.#clock.clearTimeout(this.#debounce);
-      this.#watcher?.close();
-      this.#watcher = undefined;
-      this.#unregisterExpiry();
-    }
-    await this.#runner.idle();
+  protected halt(): void {
+    this.clock.clearTimeout(this.#poll);
+    this.clock.clearTimeout(this.#debounce);
+    this.#watcher?.close();
+    this.#watcher = undefined;
+  }
+
+  protected settle(): Promise<void> {
+    return this.#runner.idle();
   }
 
   #ensureWatcher(): void {
-    if (this.#stopped || this.#watcher !== undefined || this.#o.watch === false) return;
+    if (this.stopped || this.#watcher !== undefined || this.#o.watch === false) return;
     try {
       const watcher = watch(this.#o.dir, { persistent: false }, () => this.#scheduleRead());
       watcher.on('error', (err) => {
-        this.#log?.debug(
+        this.log?.debug(
           { dir: this.#o.dir, code: errorCode(err) },
           'certificate directory watch failed; polling',
         );
@@ -136,7 +104,7 @@ export class FilesCertificateProvider extends HeldCertificate implements Certifi
       this.#watcher = watcher;
     } catch (err) {
       // The directory may not exist yet; the poll retries the watch.
-      this.#log?.debug(
+      this.log?.debug(
         { dir: this.#o.dir, code: errorCode(err) },
         'cannot watch the certificate directory; polling',
       );
@@ -144,16 +112,16 @@ export class FilesCertificateProvider extends HeldCertificate implements Certifi
   }
 
   #scheduleRead(): void {
-    if (this.#stopped) return;
-    this.#clock.clearTimeout(this.#debounce);
-    this.#debounce = this.#clock.setTimeout(() => {
+    if (this.stopped) return;
+    this.clock.clearTimeout(this.#debounce);
+    this.#debounce = this.clock.setTimeout(() => {
       this.#debounce = undefined;
       void this.#runner.run();
     }, this.#o.debounceMs ?? 100);
   }
 
   async #load(): Promise<void> {
-    if (this.#stopped) return;
+    if (this.stopped) return;
     const dir = this.#o.dir;
     let cert: string;
     let key: string;
@@ -173,7 +141,7 @@ export class FilesCertificateProvider extends HeldCertificate implements Certifi
       this.#lastProblem = undefined;
       return;
     }
-    const checked = checkServingPair(cert, key, this.#clock.now(), {
+    const checked = checkServingPair(cert, key, this.clock.now(), {
       certName: this.#certFile,
       keyName: this.#keyFile,
     });
@@ -182,13 +150,13 @@ export class FilesCertificateProvider extends HeldCertificate implements Certifi
       return;
     }
     if (ca !== undefined && !parseCertificate(ca, this.#caFile).ok) {
-      this.#log?.warn({ dir, file: this.#caFile }, 'ignoring an unparsable CA file');
+      this.log?.warn({ dir, file: this.#caFile }, 'ignoring an unparsable CA file');
       ca = undefined;
     }
     this.#lastProblem = undefined;
     const info = checked.value;
     if (this.holder.set(ca === undefined ? { cert, key } : { cert, key, ca }, info.notAfter)) {
-      this.#log?.info(
+      this.log?.info(
         {
           dir,
           subject: info.subject,
@@ -203,11 +171,11 @@ export class FilesCertificateProvider extends HeldCertificate implements Certifi
   }
 
   #reject(reason: string): void {
-    this.#errors?.inc();
+    this.reloadErrors?.inc();
     const keeping = this.holder.current() !== undefined;
     // Log a persisting problem once, not on every poll.
     if (reason !== this.#lastProblem) {
-      this.#log?.warn(
+      this.log?.warn(
         { dir: this.#o.dir, reason, keepingCurrent: keeping },
         keeping
           ? 'rejected the serving certificate files; keeping the current pair'

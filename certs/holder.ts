@@ -1,7 +1,12 @@
-// The state both providers share: the pair being served, its expiry, change listeners and the waiters of
-// waitForCertificate. Listeners run after the new pair is visible and can never break the provider.
+// What every certificate provider shares: the pair being served, its expiry, change listeners and the
+// waiters of waitForCertificate (CertificateHolder; listeners run after the new pair is visible and can
+// never break the provider), and the provider's life (HeldCertificate: its logger, clock and metrics,
+// starting once, stopping once).
+import type { Counter, Registry } from 'prom-client';
+import { type Clock, realClock } from '../src/kube/clock.ts';
 import type { Logger } from '../src/observability/logger.ts';
-import type { CertificateListener, ServingCertificate } from './provider.ts';
+import { registerExpirySource, reloadErrorsCounter } from './metrics.ts';
+import type { CertificateListener, CertMode, ServingCertificate } from './provider.ts';
 
 export class CertificateHolder {
   #current: ServingCertificate | undefined;
@@ -68,15 +73,74 @@ export class CertificateHolder {
   }
 }
 
+/** What every provider takes besides its own options. */
+export interface HeldCertificateOptions {
+  clock?: Clock;
+  logger?: Logger;
+  /**
+   * Where the provider counts its failures (`berth_webhook_certificate_reload_errors_total`) and reports
+   * its expiry (`berth_webhook_certificate_expiry_seconds`); without one it has no metrics.
+   */
+  registry?: Registry;
+}
+
 /**
- * The read side every CertificateProvider serves from its CertificateHolder (the pair to serve, waiting
- * for the first one, change listeners, expiry): a provider extends it and sets `holder`'s pairs.
+ * A CertificateProvider's common part: the read side it serves from its CertificateHolder (the pair to
+ * serve, waiting for the first one, change listeners, expiry), its logger, clock and metrics, and its life:
+ * `start` runs `begin` once (an aborted or aborting signal stops it), `stop` runs `halt` once and then
+ * waits for `settle`. A provider extends it, implements those three and sets `holder`'s pairs.
  */
 export abstract class HeldCertificate {
+  abstract readonly mode: CertMode;
   protected readonly holder: CertificateHolder;
+  protected readonly clock: Clock;
+  protected readonly log: Logger | undefined;
+  /** Counts a failed load, issue or refresh; undefined without a registry. */
+  protected readonly reloadErrors: Counter | undefined;
+  readonly #unregisterExpiry: () => void;
+  #started = false;
+  #stopped = false;
 
-  constructor(logger?: Logger) {
-    this.holder = new CertificateHolder(logger);
+  constructor(mode: CertMode, options: HeldCertificateOptions) {
+    this.log = options.logger?.child({ component: 'certificates', certMode: mode });
+    this.holder = new CertificateHolder(this.log);
+    this.clock = options.clock ?? realClock;
+    const registry = options.registry;
+    this.reloadErrors = registry === undefined ? undefined : reloadErrorsCounter(registry);
+    this.#unregisterExpiry =
+      registry === undefined
+        ? () => {}
+        : registerExpirySource(registry, () => {
+            const expiry = this.holder.expiry();
+            return expiry === undefined ? undefined : (expiry.getTime() - this.clock.now()) / 1000;
+          });
+  }
+
+  /** True once `stop` was called. */
+  protected get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Begins (once) and keeps the pair fresh in the background; aborting `signal` stops. Never throws. */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    if (signal?.aborted) {
+      await this.stop();
+      return;
+    }
+    signal?.addEventListener('abort', () => void this.stop(), { once: true });
+    await this.begin();
+  }
+
+  /** Cancels timers and watchers, then waits for in-flight work; `current()` stays readable. */
+  async stop(): Promise<void> {
+    if (!this.#stopped) {
+      this.#stopped = true;
+      this.#unregisterExpiry();
+      this.halt();
+    }
+    await this.settle();
   }
 
   current(): ServingCertificate | undefined {
@@ -94,4 +158,11 @@ export abstract class HeldCertificate {
   expiry(): Date | undefined {
     return this.holder.expiry();
   }
+
+  /** The first load or issue, and the background work that keeps the pair fresh. */
+  protected abstract begin(): Promise<void>;
+  /** Cancels the background work (called once, on stop). */
+  protected abstract halt(): void;
+  /** Resolves once no work is in flight. */
+  protected abstract settle(): Promise<void>;
 }

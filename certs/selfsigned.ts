@@ -9,10 +9,8 @@
 //   - when the API server cannot be reached the leaf is still renewed from the CA held in memory.
 // `current().ca` is the caBundle (current CA + previous CA while valid) that the leader's registration
 // (webhooks/registration.ts) writes into the webhook configurations.
-import type { Counter, Registry } from 'prom-client';
 import { describeError } from '../src/kube/client.ts';
-import { type Clock, realClock, type Timer } from '../src/kube/clock.ts';
-import type { Logger } from '../src/observability/logger.ts';
+import type { Timer } from '../src/kube/clock.ts';
 import {
   type CaState,
   caBundlePem,
@@ -26,9 +24,8 @@ import {
   signingCa,
 } from './authority.ts';
 import type { CaStore } from './ca-store.ts';
-import { HeldCertificate } from './holder.ts';
+import { HeldCertificate, type HeldCertificateOptions } from './holder.ts';
 import { DEFAULT_CA_NAME, generateCa, issueLeaf } from './issue.ts';
-import { registerExpirySource, reloadErrorsCounter } from './metrics.ts';
 import type { CertificateProvider } from './provider.ts';
 import { SerialRunner } from './serial.ts';
 import { isExpired } from './timing.ts';
@@ -43,7 +40,7 @@ export const DEFAULT_CA_CHECK_INTERVAL_MS = 10_000;
 /** Attempts to get a consistent CA Secret in one sync (each lost race costs one). */
 const MAX_CA_ATTEMPTS = 5;
 
-export interface SelfSignedProviderOptions {
+export interface SelfSignedProviderOptions extends HeldCertificateOptions {
   store: CaStore;
   /** The leaf's DNS names; the first is its CN (see serviceDnsNames). */
   dnsNames: readonly string[];
@@ -55,82 +52,53 @@ export interface SelfSignedProviderOptions {
   checkIntervalMs?: number;
   /** Backoff after a failed sync: from `min` doubling to `max` (default 1 s to 60 s). */
   retry?: { minMs: number; maxMs: number };
-  clock?: Clock;
-  logger?: Logger;
-  registry?: Registry;
 }
 
 export class SelfSignedCertificateProvider extends HeldCertificate implements CertificateProvider {
   readonly mode = 'selfsigned' as const;
   readonly #o: SelfSignedProviderOptions;
-  readonly #clock: Clock;
-  readonly #log: Logger | undefined;
-  readonly #errors: Counter | undefined;
-  readonly #unregisterExpiry: () => void;
   readonly #runner = new SerialRunner(() => this.#sync());
   #ca: CaState | undefined;
   #leaf: IssuedLeaf | undefined;
   #failures = 0;
   #timer: Timer | undefined;
-  #started = false;
-  #stopped = false;
 
   constructor(options: SelfSignedProviderOptions) {
-    const log = options.logger?.child({ component: 'certificates', certMode: 'selfsigned' });
-    super(log);
     if (options.dnsNames.length === 0) throw new Error('selfsigned certificates need at least one DNS name');
+    super('selfsigned', options);
     this.#o = options;
-    this.#clock = options.clock ?? realClock;
-    this.#log = log;
-    const registry = options.registry;
-    this.#errors = registry === undefined ? undefined : reloadErrorsCounter(registry);
-    this.#unregisterExpiry =
-      registry === undefined
-        ? () => {}
-        : registerExpirySource(registry, () => {
-            const expiry = this.holder.expiry();
-            return expiry === undefined ? undefined : (expiry.getTime() - this.#clock.now()) / 1000;
-          });
   }
 
-  /** Runs the first sync (CA, then leaf) and keeps both fresh in the background. Never throws. */
-  async start(signal?: AbortSignal): Promise<void> {
-    if (this.#started) return;
-    this.#started = true;
-    if (signal?.aborted) {
-      await this.stop();
-      return;
-    }
-    signal?.addEventListener('abort', () => void this.stop(), { once: true });
-    await this.#runner.run();
+  /** Runs the first sync (CA, then leaf) and keeps both fresh in the background. */
+  protected begin(): Promise<void> {
+    return this.#runner.run();
   }
 
   /** Syncs now; resolves after a sync that started after the call. */
   refresh(): Promise<void> {
-    return this.#stopped ? Promise.resolve() : this.#runner.run();
+    return this.stopped ? Promise.resolve() : this.#runner.run();
   }
 
-  async stop(): Promise<void> {
-    if (!this.#stopped) {
-      this.#stopped = true;
-      this.#clock.clearTimeout(this.#timer);
-      this.#unregisterExpiry();
-    }
-    await this.#runner.idle();
+  protected halt(): void {
+    this.clock.clearTimeout(this.#timer);
+  }
+
+  protected settle(): Promise<void> {
+    return this.#runner.idle();
   }
 
   // ---- the sync: CA from the Secret, then the leaf, then the next wake-up ----
 
   async #sync(): Promise<void> {
-    if (this.#stopped) return;
-    this.#clock.clearTimeout(this.#timer);
+    if (this.stopped) return;
+    this.clock.clearTimeout(this.#timer);
     let ok = true;
     try {
       this.#ca = await this.#syncCa();
     } catch (err) {
       ok = false;
-      this.#errors?.inc();
-      this.#log?.warn(
+      this.reloadErrors?.inc();
+      this.log?.warn(
         { store: this.#o.store.description, err: describeError(err), caInMemory: this.#ca !== undefined },
         'cannot sync the webhook CA; retrying',
       );
@@ -142,8 +110,8 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
         await this.#syncLeaf(state);
       } catch (err) {
         ok = false;
-        this.#errors?.inc();
-        this.#log?.error(
+        this.reloadErrors?.inc();
+        this.log?.error(
           { err: describeError(err) },
           'cannot issue the webhook serving certificate; retrying',
         );
@@ -156,7 +124,7 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
   async #syncCa(): Promise<CaState> {
     const store = this.#o.store;
     for (let attempt = 0; attempt < MAX_CA_ATTEMPTS; attempt++) {
-      const now = this.#clock.now();
+      const now = this.clock.now();
       const stored = await store.read();
       if (stored === undefined) {
         // Recreate from memory when possible: leaves and caBundles out there still trust that CA.
@@ -164,7 +132,7 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
         const state = known ?? { current: await this.#newCa(now) };
         const created = await store.create(caData(state));
         if (created === 'exists') continue;
-        this.#log?.info(
+        this.log?.info(
           { store: store.description, ca: state.current.info.subject, fromMemory: known !== undefined },
           known === undefined
             ? 'created the webhook CA'
@@ -184,7 +152,7 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
       } else {
         const known = this.#ca !== undefined && !isExpired(this.#ca.current.info, now) ? this.#ca : undefined;
         next = known ?? { current: await this.#newCa(now) };
-        this.#log?.warn(
+        this.log?.warn(
           {
             store: store.description,
             reason: action.action === 'replace' ? action.reason : 'unusable',
@@ -196,7 +164,7 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
       const written = await store.replace(caData(next), stored.resourceVersion);
       if (written === 'conflict') continue;
       if (action.action === 'rotate') {
-        this.#log?.info(
+        this.log?.info(
           { store: store.description, ca: next.current.info.subject, previous: next.previous?.info.subject },
           'rotated the webhook CA; the previous CA stays trusted until it expires',
         );
@@ -209,7 +177,7 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
   #noteCaChange(state: CaState): void {
     const before = this.#ca?.current.info.fingerprint;
     if (before !== undefined && before !== state.current.info.fingerprint) {
-      this.#log?.info(
+      this.log?.info(
         { store: this.#o.store.description, ca: state.current.info.subject },
         'the webhook CA changed in the Secret',
       );
@@ -225,7 +193,7 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
   }
 
   async #syncLeaf(state: CaState): Promise<void> {
-    const now = this.#clock.now();
+    const now = this.clock.now();
     const decision = decideLeaf(this.#leaf, state, now, this.#o.dnsNames);
     if (decision.action === 'issue') {
       const signer = signingCa(state, now, this.#o.caPropagationMs ?? DEFAULT_CA_PROPAGATION_MS);
@@ -235,7 +203,7 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
         dnsNames: this.#o.dnsNames,
       });
       this.#leaf = leaf;
-      this.#log?.info(
+      this.log?.info(
         {
           reason: decision.reason,
           serialNumber: leaf.info.serialNumber,
@@ -248,14 +216,14 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
     const leaf = this.#leaf;
     if (leaf === undefined) return;
     this.holder.set(
-      { cert: leaf.cert, key: leaf.key, ca: caBundlePem(state, this.#clock.now()) },
+      { cert: leaf.cert, key: leaf.key, ca: caBundlePem(state, this.clock.now()) },
       leaf.info.notAfter,
     );
   }
 
   #schedule(): void {
-    if (this.#stopped) return;
-    const now = this.#clock.now();
+    if (this.stopped) return;
+    const now = this.clock.now();
     const retry = this.#o.retry ?? { minMs: 1_000, maxMs: 60_000 };
     let delay = this.#o.checkIntervalMs ?? DEFAULT_CA_CHECK_INTERVAL_MS;
     if (this.#failures > 0) {
@@ -265,6 +233,6 @@ export class SelfSignedCertificateProvider extends HeldCertificate implements Ce
     }
     // Never a busy loop; always finite (an infinite check interval means "only when something is due").
     delay = Math.max(Number.isFinite(delay) ? delay : DAY_MS, retry.minMs);
-    this.#timer = this.#clock.setTimeout(() => void this.#runner.run(), delay);
+    this.#timer = this.clock.setTimeout(() => void this.#runner.run(), delay);
   }
 }
