@@ -1,6 +1,6 @@
 // The timing a soak run keeps, in one place: the install's leader election, the fault lengths, and the
 // lease TTL chosen so that what the faults do stays inside what the operator promises
-// (docs/behaviour.md §7, docs/reliability.md "Soak").
+// (docs/behaviour.md §7, docs/performance.md "Soak").
 //
 // The crash fault kills a leader (and an API fault could depose one, were its renewals to fail past the
 // renew deadline; `run` then exits): either way the process is restarted, and nobody renews or stops
