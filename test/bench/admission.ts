@@ -19,12 +19,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import {
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { MUTATE_WORKLOADS_PATH, VALIDATE_WORKLOADS_PATH } from '../../src/berth/api.ts';
 import { testPki } from '../fixtures/webhooks/certs.ts';
 import { post } from '../fixtures/webhooks/client.ts';

@@ -72,6 +72,7 @@ export function memorySvg(
   const body = panels.map((p, i) => panel(p.title, p.curves, TOP + 30 + i * (PANEL_H + GAP + 20), tMax));
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${h}" viewBox="0 0 ${W} ${h}" font-family="sans-serif">`,
+    `<title>${esc(title)}</title>`,
     `<rect width="${W}" height="${h}" fill="white"/>`,
     `<text x="${LEFT}" y="24" font-size="15">${esc(title)}</text>`,
     ...body,
